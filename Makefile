@@ -1,0 +1,35 @@
+# crossover: set-up, the main job, the tests.
+#   make demo   set up, then: environment, one measurement, the quick suite on this machine
+#   make test   set up, then the test suite
+# On a CPU-only machine the CPU build of torch is installed first, so nothing pulls a multi-GB CUDA
+# build. On a CUDA machine: make TORCH_SPEC='torch' (or keep the torch you have: make TORCH_SPEC=).
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+OUT ?= results/local
+
+.PHONY: setup demo test quick clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet "$(TORCH_SPEC)"; fi
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: setup
+	$(BIN)/crossover env
+	$(BIN)/crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu
+	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
+
+quick: setup
+	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

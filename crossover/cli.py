@@ -1,0 +1,309 @@
+"""The ``crossover`` command line: measure, sweep, env (and the analysis commands).
+
+Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
+line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .errors import CrossoverError
+
+__all__ = ["main", "build_parser", "UsageError"]
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A user error reported as one line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line (plus a hint) instead of usage and message."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _json_default(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def _print_json(data) -> None:
+    text = json.dumps(_nan_to_none(data), indent=2, default=_json_default)
+    print(text)
+
+
+def _nan_to_none(data):
+    if isinstance(data, dict):
+        return {k: _nan_to_none(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_nan_to_none(v) for v in data]
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
+
+
+# --------------------------------------------------------------------------------------- measure
+def _add_measure(sub) -> None:
+    from .choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+
+    p = sub.add_parser(
+        "measure",
+        help="time one configuration of the toy model",
+        description="Time one configuration of the residual-MLP toy model and print its statistics.",
+        epilog="example: crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu --json",
+    )
+    p.add_argument("--d-model", type=_positive_int, default=128, help="layer width (default 128)")
+    p.add_argument("--n-layers", type=_positive_int, default=128, help="residual blocks (default 128)")
+    p.add_argument("--batch-size", type=_positive_int, default=1, help="samples per step (default 1)")
+    p.add_argument("--device", default="cpu", choices=DEVICES, help="where to run (default cpu)")
+    p.add_argument("--workload", default="forward", choices=WORKLOADS,
+                   help="forward (inference) or train (forward + loss + backward + SGD step)")
+    p.add_argument("--mode", default="eager", choices=MODES,
+                   help="eager, compile (torch.compile) or cudagraph (CUDA only)")
+    p.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="float32, tf32 (CUDA matmuls), bfloat16 or float16 (native)")
+    p.add_argument("--transfer", default="device", choices=TRANSFERS,
+                   help="input already on the device, or copied from pageable/pinned host memory each step")
+    p.add_argument("--regime", default="latency", choices=REGIMES,
+                   help="latency: sync after every call; throughput: sync once per block")
+    p.add_argument("--threads", type=_non_negative_int, default=0,
+                   help="CPU intra-op threads (default 0: torch's default, all usable cores)")
+    p.add_argument("--min-run-time-s", type=_positive_float, default=0.2, help="time at least this long")
+    p.add_argument("--max-run-time-s", type=_positive_float, default=2.0, help="time budget per point")
+    p.add_argument("--target-rel-ci", type=_positive_float, default=0.01,
+                   help="stop when the median's 95%% CI is within ± this fraction (default 0.01)")
+    p.add_argument("--profile", action="store_true", help="also count operators/kernels per step")
+    p.add_argument("--raw", action="store_true", help="include the raw per-repeat times in --json")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_measure)
+
+
+def _cmd_measure(args) -> int:
+    from .measure import Config, measure
+    from .timing import TimerOptions
+
+    config = Config(
+        d_model=args.d_model,
+        n_layers=args.n_layers,
+        batch_size=args.batch_size,
+        device=args.device,
+        workload=args.workload,
+        mode=args.mode,
+        dtype=args.dtype,
+        transfer=args.transfer,
+        regime=args.regime,
+        threads=args.threads,
+    )
+    try:
+        options = TimerOptions(
+            min_run_time_s=min(args.min_run_time_s, args.max_run_time_s),
+            max_run_time_s=args.max_run_time_s,
+            target_rel_ci=args.target_rel_ci,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    result = measure(config, options, profile=args.profile)
+    summary = result.summary()
+    if args.raw:
+        summary["raw_times_s"] = list(result.timing.raw_times_s)
+    if args.json:
+        _print_json(summary)
+        return 0
+    low, high = result.timing.median_ci_s
+    print(f"{config.device} ({summary['device_name']}), {summary['threads']} threads")
+    print(
+        f"d_model={config.d_model} n_layers={config.n_layers} batch_size={config.batch_size} "
+        f"{config.workload} {config.mode} {config.dtype} {config.regime}"
+    )
+    print(f"params {summary['params']:,}  FLOPs/step {summary['flops']:,}  bytes/step {summary['bytes']:,}")
+    print(
+        f"median {summary['median_s'] * 1e3:.4g} ms  (95% CI {low * 1e3:.4g}–{high * 1e3:.4g} ms)  "
+        f"IQR {summary['iqr_s'] * 1e3:.3g} ms  n={summary['n_repeats']} ({summary['stop_reason']})"
+    )
+    print(f"achieved {summary['flops'] / summary['median_s'] / 1e9:.3g} GFLOP/s")
+    if not math.isnan(summary["device_median_s"]):
+        print(f"device time {summary['device_median_s'] * 1e3:.4g} ms "
+              f"(busy {summary['device_median_s'] / summary['median_s']:.0%} of wall time)")
+    if not math.isnan(summary["compile_s"]):
+        print(f"compile/capture {summary['compile_s']:.3g} s (not in the latency)")
+    if not math.isnan(summary["ops_per_step"]):
+        print(f"operators per step {summary['ops_per_step']:.0f}", end="")
+        if not math.isnan(summary["kernels_per_step"]):
+            print(f", kernels per step {summary['kernels_per_step']:.0f}", end="")
+        print()
+    for warning in filter(None, summary["warnings"].split("; ")):
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- sweep
+def _add_sweep(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a suite of measurements (TOML) into a results directory",
+        description=(
+            "Measure every point of a suite and append one row per point to DIR/results.csv "
+            "(flushed as each point finishes). Points that cannot run are recorded as skipped, with "
+            "the reason, and the sweep goes on."
+        ),
+        epilog="example: crossover sweep experiments/suites/quick.toml --out results/mine --resume",
+    )
+    p.add_argument("suite", type=Path, help="suite file, e.g. experiments/suites/quick.toml")
+    p.add_argument("--out", type=Path, required=True, help="results directory")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a run in --out, measuring only the points not yet there")
+    p.add_argument("--machine", help="machine label for the rows (default: from the CPU/GPU name)")
+    p.add_argument("--devices", help="comma-separated subset of the suite's devices, e.g. cpu")
+    p.add_argument("--only", help="comma-separated sweep names of the suite to run (default: all)")
+    p.add_argument("--dry-run", action="store_true", help="list the planned points and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sweep)
+
+
+def _cmd_sweep(args) -> int:
+    from .suites import load_suite
+    from .sweep import resolve_devices, run_suite, select_sweeps
+
+    suite = select_sweeps(load_suite(args.suite), _comma_list(args.only))
+    devices = resolve_devices(suite, _comma_list(args.devices))
+    if args.dry_run:
+        points = suite.points(devices)
+        for point in points:
+            c = point.config
+            cap = suite.cap_reason(c)
+            print(f"{point.sweep:14s} {c.device:4s} d={c.d_model:<5d} L={c.n_layers:<5d} B={c.batch_size:<5d} "
+                  f"{c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} threads={c.threads}"
+                  + (f"  [skip: {cap}]" if cap else ""))
+        print(f"{len(points)} points")
+        return 0
+    summary = run_suite(
+        suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet
+    )
+    print(
+        f"suite {suite.name}: {summary.measured} measured, {summary.skipped} skipped, "
+        f"{summary.already_done} already done, in {summary.elapsed_s:.1f} s -> {args.out}"
+    )
+    return 0
+
+
+def _comma_list(text: Optional[str]) -> Optional[tuple]:
+    if text is None:
+        return None
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    if not items:
+        raise UsageError(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+# ------------------------------------------------------------------------------------------- env
+def _add_env(sub) -> None:
+    p = sub.add_parser("env", help="show the environment recorded with every result",
+                       description="Show the machine, CPU, GPU and library versions recorded with results.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_env)
+
+
+def _cmd_env(args) -> int:
+    from .env import environment
+
+    env = environment()
+    if args.json:
+        _print_json(env)
+    else:
+        width = max(map(len, env))
+        for key, value in env.items():
+            value = str(value).replace("\n", "\n" + " " * (width + 2))
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ main
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="crossover",
+        description=(
+            "Measure, model and predict where the CPU stops beating the GPU for a residual-MLP toy "
+            "model. Start with 'crossover measure --help' or 'crossover sweep --help'."
+        ),
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"crossover {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    _add_measure(sub)
+    _add_sweep(sub)
+    _add_env(sub)
+    for add in _extra_commands():
+        add(sub)
+    return parser
+
+
+def _extra_commands():
+    """Subcommands defined by other modules (analysis, figures) when they exist."""
+    return []
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; return the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        message = str(exc)
+        print(message if message.startswith("crossover") else f"crossover: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except CrossoverError as exc:
+        print(f"crossover: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

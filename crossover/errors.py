@@ -1,0 +1,17 @@
+"""The errors a user can cause; the CLI turns each into one line and exit status 2."""
+
+
+class CrossoverError(ValueError):
+    """Base class of the user-facing errors below."""
+
+
+class ConfigError(CrossoverError):
+    """A configuration that cannot be measured here (invalid, unsupported, or does not fit)."""
+
+
+class SuiteError(CrossoverError):
+    """A suite file that cannot be read or is not a valid suite."""
+
+
+class ResultsError(CrossoverError):
+    """A results directory or file that is missing, of another schema, or malformed."""

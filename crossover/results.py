@@ -1,0 +1,372 @@
+"""Results on disk: a tidy CSV (one row per measured or skipped point) plus a JSON metadata sidecar.
+
+A results directory holds::
+
+    results.csv     one row per point, appended and flushed (fsync) as each point finishes
+    metadata.json   {"schema": "crossover-results", "schema_version": 1, "runs": {run_id: environment}}
+
+Rows keep the full configuration, the summary statistics and the raw per-repeat times
+(``raw_times_s``: ``;``-separated seconds), so statistics can be recomputed and resampled later.
+Loading never executes anything from the files (no pickle), validates the schema, tolerates a
+truncated last line from a killed run (with a warning), and merges several directories (several
+machines) into one DataFrame keyed by ``machine``.
+
+Schema versions
+---------------
+1
+    First version.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from .errors import ResultsError
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "COLUMNS",
+    "KEY_COLUMNS",
+    "ResultsError",
+    "ResultsWriter",
+    "load_results",
+    "load_metadata",
+    "point_key",
+]
+
+SCHEMA = "crossover-results"
+SCHEMA_VERSION = 1
+CSV_NAME = "results.csv"
+METADATA_NAME = "metadata.json"
+
+#: Columns that identify a point; a sweep resumes by skipping keys already present.
+KEY_COLUMNS = (
+    "machine",
+    "device",
+    "d_model",
+    "n_layers",
+    "batch_size",
+    "workload",
+    "mode",
+    "dtype",
+    "transfer",
+    "regime",
+    "threads_requested",
+)
+
+#: Every column of results.csv, in order, with its type (int, "optional int", float or str).
+COLUMN_TYPES = {
+    "run_id": str,
+    "suite": str,
+    "sweep": str,
+    "machine": str,
+    "device": str,
+    "device_name": str,
+    "d_model": int,
+    "n_layers": int,
+    "batch_size": int,
+    "workload": str,
+    "mode": str,
+    "dtype": str,
+    "transfer": str,
+    "regime": str,
+    "threads_requested": int,
+    "threads": "optional int",  # threads actually used (empty when skipped before running)
+    "params": int,
+    "flops": int,
+    "bytes": int,
+    "status": str,
+    "reason": str,
+    "median_s": float,
+    "iqr_s": float,
+    "q1_s": float,
+    "q3_s": float,
+    "mean_s": float,
+    "min_s": float,
+    "median_ci_low_s": float,
+    "median_ci_high_s": float,
+    "n_repeats": "optional int",
+    "calls_per_repeat": "optional int",
+    "stop_reason": str,
+    "device_median_s": float,
+    "compile_s": float,
+    "setup_s": float,
+    "ops_per_step": float,
+    "kernels_per_step": float,
+    "device_busy_s": float,
+    "warnings": str,
+    "timestamp_utc": str,
+    "raw_times_s": str,
+}
+COLUMNS = tuple(COLUMN_TYPES)
+STATUSES = ("ok", "skipped")
+
+
+def point_key(row: dict) -> tuple:
+    """The identity of a point (see :data:`KEY_COLUMNS`), normalised to strings."""
+    return tuple(str(row[column]) for column in KEY_COLUMNS)
+
+
+def _format(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+class ResultsWriter:
+    """Append rows to a results directory, one flushed and fsynced line per point.
+
+    Parameters
+    ----------
+    directory : path
+        Created if missing. If it already holds results they must be of this schema.
+    run_id : str
+        Identifies this run in ``metadata.json``.
+    environment : dict
+        The run's environment (see :func:`crossover.env.environment`), stored under ``run_id``.
+    """
+
+    def __init__(self, directory: Union[str, Path], run_id: str, environment: dict):
+        self.directory = Path(directory)
+        self.csv_path = self.directory / CSV_NAME
+        self.metadata_path = self.directory / METADATA_NAME
+        self.run_id = run_id
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ResultsError(f"{self.directory} exists and is not a directory")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        metadata = (
+            load_metadata(self.directory)
+            if self.metadata_path.exists()
+            else {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "runs": {}}
+        )
+        if self.csv_path.exists():
+            _check_header(self.csv_path)
+            self._repair_truncated_tail()
+        metadata["runs"][run_id] = environment
+        _write_json_atomically(self.metadata_path, metadata)
+
+    def _repair_truncated_tail(self) -> None:
+        """Drop a last line that a killed run left without its newline, so appends start clean."""
+        with open(self.csv_path, "rb+") as handle:
+            data = handle.read()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                warnings.warn(
+                    f"{self.csv_path}: dropped a truncated last line left by an interrupted run",
+                    stacklevel=3,
+                )
+                handle.truncate(cut)
+
+    def existing_keys(self) -> set:
+        """Keys of the points already in the file (measured or skipped)."""
+        if not self.csv_path.exists():
+            return set()
+        frame = _read_csv(self.csv_path, quiet=True)
+        return {point_key(row) for row in frame.to_dict("records")}
+
+    def append(self, row: dict) -> None:
+        """Write one row (missing columns are left empty) and make it durable."""
+        unknown = set(row) - set(COLUMNS)
+        if unknown:
+            raise ResultsError(f"unknown result columns: {sorted(unknown)}")
+        new_file = not self.csv_path.exists() or self.csv_path.stat().st_size == 0
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        if new_file:
+            writer.writerow(COLUMNS)
+        writer.writerow([_format(row.get(column)) for column in COLUMNS])
+        with open(self.csv_path, "a", encoding="utf-8") as handle:
+            handle.write(buffer.getvalue())
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def load_metadata(directory: Union[str, Path]) -> dict:
+    """Read and validate ``metadata.json`` of one results directory."""
+    path = Path(directory) / METADATA_NAME
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"{path} is missing: not a crossover results directory") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(metadata, dict) or metadata.get("schema") != SCHEMA:
+        raise ResultsError(f"{path} is not a crossover results file (schema is not {SCHEMA!r})")
+    version = metadata.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path} has schema version {version!r}; this crossover reads version {SCHEMA_VERSION}"
+        )
+    if not isinstance(metadata.get("runs"), dict):
+        raise ResultsError(f"{path} has no 'runs' mapping")
+    return metadata
+
+
+def _check_header(csv_path: Path) -> None:
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle), None)
+    if header is None:
+        return
+    if tuple(header) != COLUMNS:
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS]
+        raise ResultsError(
+            f"{csv_path} has other columns than schema version {SCHEMA_VERSION} "
+            f"(missing {missing[:5]}, unexpected {extra[:5]})"
+        )
+
+
+def _read_csv(csv_path: Path, quiet: bool = False) -> pd.DataFrame:
+    _check_header(csv_path)
+    text = csv_path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+        if not quiet:
+            warnings.warn(f"{csv_path}: ignored a truncated last line (an interrupted run?)", stacklevel=3)
+    if not text.strip() or text.count("\n") < 2:
+        return _empty_frame()
+    frame = pd.read_csv(
+        io.StringIO(text),
+        dtype={c: "string" for c in COLUMNS},
+        keep_default_na=False,
+    )
+    return _typed(frame, csv_path)
+
+
+def _empty_frame() -> pd.DataFrame:
+    dtypes = {int: "int64", "optional int": "Int64", float: "float64", str: "object"}
+    return pd.DataFrame({c: pd.Series(dtype=dtypes[t]) for c, t in COLUMN_TYPES.items()})
+
+
+def _typed(frame: pd.DataFrame, source: Path) -> pd.DataFrame:
+    out = {}
+    for column, kind in COLUMN_TYPES.items():
+        values = frame[column]
+        if kind is str:
+            out[column] = values.astype(object)
+            continue
+        numeric = pd.to_numeric(values.replace("", np.nan), errors="coerce")
+        bad = numeric.isna() & (values != "")
+        if bad.any():
+            line = int(np.flatnonzero(bad.to_numpy())[0]) + 2
+            raise ResultsError(f"{source}:{line}: column {column} is not a number: {values[bad].iloc[0]!r}")
+        if kind == "optional int":
+            out[column] = numeric.astype("Int64")
+        elif kind is int:
+            if numeric.isna().any():
+                line = int(np.flatnonzero(numeric.isna().to_numpy())[0]) + 2
+                raise ResultsError(f"{source}:{line}: column {column} is empty")
+            out[column] = numeric.astype("int64")
+        else:
+            out[column] = numeric.astype("float64")
+    typed = pd.DataFrame(out)
+    bad_status = ~typed["status"].isin(STATUSES)
+    if bad_status.any():
+        line = int(np.flatnonzero(bad_status.to_numpy())[0]) + 2
+        raise ResultsError(f"{source}:{line}: status must be one of {STATUSES}")
+    ok = typed["status"] == "ok"
+    bad_time = ok & ~(typed["median_s"] > 0)
+    if bad_time.any():
+        line = int(np.flatnonzero(bad_time.to_numpy())[0]) + 2
+        raise ResultsError(f"{source}:{line}: a measured row needs a positive median_s")
+    for column in ("d_model", "n_layers", "batch_size"):
+        if (typed[column] <= 0).any():
+            raise ResultsError(f"{source}: column {column} has a non-positive value")
+    return typed
+
+
+def _results_dirs(path: Path) -> list:
+    if (path / METADATA_NAME).exists() or (path / CSV_NAME).exists():
+        return [path]
+    found = sorted({p.parent for p in path.rglob(METADATA_NAME)})
+    if not found:
+        raise ResultsError(f"no crossover results under {path} (no {METADATA_NAME} found)")
+    return found
+
+
+def load_results(
+    paths: Union[str, Path, Iterable[Union[str, Path]]],
+    *,
+    include_skipped: bool = False,
+    raw: bool = False,
+) -> pd.DataFrame:
+    """Load results into one tidy DataFrame.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        A results directory, a directory holding several (e.g. ``experiments/results``, one
+        sub-directory per machine), or several of these. All are merged.
+    include_skipped : bool
+        Keep rows of points that were skipped (with their ``reason``); by default only measured rows.
+    raw : bool
+        Keep ``raw_times_s`` as tuples of floats; by default the column is dropped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per point, columns as in :data:`COLUMNS` (plus ``results_dir``), typed, with at least
+        ``machine, device, d_model, n_layers, batch_size, median_s, iqr_s, flops, params``.
+
+    Raises
+    ------
+    ResultsError
+        Missing directory, other schema or version, malformed rows.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    frames = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise ResultsError(f"results path {path} does not exist")
+        for directory in _results_dirs(path):
+            load_metadata(directory)
+            csv_path = directory / CSV_NAME
+            if not csv_path.exists():
+                continue
+            frame = _read_csv(csv_path)
+            frame["results_dir"] = str(directory)
+            frames.append(frame)
+    if not frames:
+        frame = _empty_frame()
+        frame["results_dir"] = pd.Series(dtype=object)
+    else:
+        frame = pd.concat(frames, ignore_index=True)
+    if not include_skipped:
+        frame = frame[frame["status"] == "ok"].reset_index(drop=True)
+    if raw:
+        frame["raw_times_s"] = [
+            tuple(float(v) for v in text.split(";")) if isinstance(text, str) and text else ()
+            for text in frame["raw_times_s"]
+        ]
+    else:
+        frame = frame.drop(columns=["raw_times_s"])
+    return frame
+
+
+def raw_times_to_text(values: Iterable[float]) -> str:
+    """Serialise raw times for the ``raw_times_s`` column (seconds, ``;``-separated)."""
+    return ";".join(f"{v:.9g}" for v in values)

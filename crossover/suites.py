@@ -1,0 +1,281 @@
+"""Sweep suites: TOML files that say which points to measure, validated into dataclasses.
+
+A suite file looks like this (see ``experiments/suites/`` for real ones)::
+
+    name = "quick"
+    description = "A minute on a 2-core CPU; enough points on every axis to fit a model."
+    devices = ["cpu"]                 # every point is measured on each of these
+
+    [defaults]                        # DESIGN's anchor: what an axis is when it is not swept
+    d_model = 128
+    n_layers = 128
+    batch_size = 1
+
+    [timing]                          # crossover.timing.TimerOptions fields
+    max_run_time_s = 0.5
+
+    [limits]
+    max_params = { cpu = 268435456 }  # larger points are recorded as skipped, with the reason
+
+    [[sweep]]
+    name = "batch_size"
+    batch_size = [1, 4, 16, 64]       # a list is swept; several lists give their product
+
+    [[sweep]]
+    name = "threads"
+    devices = ["cpu"]                 # only these of the suite's devices
+    threads = [1, 2]
+
+    [[sweep]]
+    name = "fixed_params"
+    total_params = 2147483648         # d_model = sqrt(total_params / n_layers), must be exact
+    n_layers = [128, 512, 2048]
+
+Any :class:`crossover.measure.Config` field can be a default, a scalar in a sweep, or a list.
+A point whose combination does not exist on a device (``cudagraph`` or ``tf32`` on the CPU) is left
+out of that device's plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Optional, Union
+
+from .choices import DEVICES
+from .errors import ConfigError, SuiteError
+from .measure import Config
+from .timing import TimerOptions
+
+__all__ = ["Suite", "Sweep", "SuiteError", "load_suite", "parse_suite", "PlannedPoint"]
+
+CONFIG_FIELDS = tuple(f.name for f in fields(Config))
+SWEEP_AXES = tuple(name for name in CONFIG_FIELDS if name != "device")
+TOP_LEVEL_KEYS = {"name", "description", "devices", "defaults", "timing", "limits", "options", "sweep"}
+LIMIT_KEYS = {"max_params", "max_flops"}
+OPTION_KEYS = {"profile"}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One named sweep: axis name → tuple of values (scalars become 1-tuples)."""
+
+    name: str
+    axes: dict
+    total_params: Optional[int] = None
+    devices: Optional[tuple] = None  # restricts the suite's devices for this sweep
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    """A point of the plan: the sweep that asked for it, and its config."""
+
+    sweep: str
+    config: Config
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A validated suite. ``points()`` expands it into configs, each once."""
+
+    name: str
+    description: str
+    devices: tuple
+    defaults: dict
+    timing: TimerOptions
+    sweeps: tuple
+    max_params: dict = field(default_factory=dict)  # device → params cap
+    max_flops: dict = field(default_factory=dict)  # device → FLOPs-per-step cap
+    profile: bool = False
+
+    def points(self, devices: Optional[tuple] = None) -> list:
+        """Every distinct point of the suite, in file order, for ``devices`` (default: the suite's)."""
+        devices = tuple(devices) if devices is not None else self.devices
+        seen = set()
+        planned = []
+        for sweep in self.sweeps:
+            for device in devices:
+                if sweep.devices is not None and device not in sweep.devices:
+                    continue
+                for config in _expand(sweep, self.defaults, device):
+                    if config not in seen:
+                        seen.add(config)
+                        planned.append(PlannedPoint(sweep.name, config))
+        return planned
+
+    def cap_reason(self, config: Config) -> Optional[str]:
+        """Why the suite's limits skip ``config``, or None."""
+        cap = self.max_params.get(config.device)
+        if cap is not None and config.params > cap:
+            return f"over the suite's {config.device} cap max_params={cap:,} (has {config.params:,})"
+        cap = self.max_flops.get(config.device)
+        if cap is not None and config.flops > cap:
+            return f"over the suite's {config.device} cap max_flops={cap:,} (has {config.flops:,})"
+        return None
+
+
+def _expand(sweep: Sweep, defaults: dict, device: str) -> list:
+    axis_names = list(sweep.axes)
+    configs = []
+    for values in itertools.product(*(sweep.axes[name] for name in axis_names)):
+        settings = {**defaults, **dict(zip(axis_names, values)), "device": device}
+        if sweep.total_params is not None:
+            n_layers = settings["n_layers"]
+            d_model = math.isqrt(sweep.total_params // n_layers)
+            if d_model * d_model * n_layers != sweep.total_params:
+                raise SuiteError(
+                    f"sweep {sweep.name!r}: total_params={sweep.total_params} is not n_layers * d_model**2 "
+                    f"for n_layers={n_layers}; pick n_layers that divide it into a square"
+                )
+            settings["d_model"] = d_model
+        try:
+            configs.append(Config(**settings))
+        except ConfigError as exc:
+            if _device_specific(exc):
+                continue  # e.g. cudagraph on the CPU: not a point of that device
+            raise SuiteError(f"sweep {sweep.name!r}: {exc}") from None
+    return configs
+
+
+def _device_specific(exc: ConfigError) -> bool:
+    text = str(exc)
+    return "needs device 'cuda'" in text or "CUDA matmul mode" in text
+
+
+def _as_tuple(name: str, value) -> tuple:
+    values = tuple(value) if isinstance(value, list) else (value,)
+    if not values:
+        raise SuiteError(f"{name} is an empty list")
+    return values
+
+
+def parse_suite(data: dict, source: str = "<suite>") -> Suite:
+    """Validate a suite given as a dict (parsed TOML) and return a :class:`Suite`."""
+
+    def fail(message: str):
+        raise SuiteError(f"{source}: {message}")
+
+    unknown = set(data) - TOP_LEVEL_KEYS
+    if unknown:
+        fail(f"unknown key(s) {sorted(unknown)}; expected some of {sorted(TOP_LEVEL_KEYS)}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        fail("needs a 'name' string")
+    devices = _as_tuple("devices", data.get("devices", ["cpu"]))
+    for device in devices:
+        if device not in DEVICES:
+            fail(f"unknown device {device!r} in 'devices'; expected some of {DEVICES}")
+
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        fail("[defaults] must be a table")
+    bad = set(defaults) - set(SWEEP_AXES)
+    if bad:
+        fail(f"unknown key(s) {sorted(bad)} in [defaults]; expected some of {list(SWEEP_AXES)}")
+    try:
+        Config(**defaults)
+    except (ConfigError, TypeError) as exc:
+        fail(f"[defaults]: {exc}")
+
+    timing_table = data.get("timing", {})
+    valid_timing = {f.name for f in fields(TimerOptions)}
+    if not isinstance(timing_table, dict) or set(timing_table) - valid_timing:
+        fail(f"[timing] accepts only {sorted(valid_timing)}")
+    try:
+        timing = TimerOptions(**timing_table)
+    except ValueError as exc:
+        fail(f"[timing]: {exc}")
+
+    limits = data.get("limits", {})
+    if not isinstance(limits, dict) or set(limits) - LIMIT_KEYS:
+        fail(f"[limits] accepts only {sorted(LIMIT_KEYS)}, each a table of device = number")
+    caps = {}
+    for key in LIMIT_KEYS:
+        table = limits.get(key, {})
+        if not isinstance(table, dict) or any(
+            d not in DEVICES or isinstance(v, bool) or not isinstance(v, int) or v <= 0 for d, v in table.items()
+        ):
+            fail(f"[limits] {key} must map devices to positive integers, e.g. {{ cpu = 268435456 }}")
+        caps[key] = dict(table)
+
+    options = data.get("options", {})
+    if not isinstance(options, dict) or set(options) - OPTION_KEYS:
+        fail(f"[options] accepts only {sorted(OPTION_KEYS)}")
+    profile = options.get("profile", False)
+    if not isinstance(profile, bool):
+        fail("[options] profile must be true or false")
+
+    raw_sweeps = data.get("sweep")
+    if not isinstance(raw_sweeps, list) or not raw_sweeps:
+        fail("needs at least one [[sweep]] table")
+    sweeps = []
+    for index, raw in enumerate(raw_sweeps):
+        if not isinstance(raw, dict):
+            fail(f"sweep #{index + 1} is not a table")
+        sweep_name = raw.get("name")
+        if not isinstance(sweep_name, str) or not sweep_name:
+            fail(f"sweep #{index + 1} needs a 'name'")
+        total_params = raw.get("total_params")
+        sweep_devices = raw.get("devices")
+        if sweep_devices is not None:
+            sweep_devices = _as_tuple("devices", sweep_devices)
+            if not set(sweep_devices) <= set(devices):
+                fail(f"sweep {sweep_name!r}: devices {list(sweep_devices)} must be among the suite's {list(devices)}")
+        axes = {}
+        for key, value in raw.items():
+            if key in ("name", "total_params", "devices"):
+                continue
+            if key not in SWEEP_AXES:
+                fail(f"sweep {sweep_name!r}: unknown axis {key!r}; expected some of {list(SWEEP_AXES)}")
+            try:
+                axes[key] = _as_tuple(key, value)
+            except SuiteError as exc:
+                fail(f"sweep {sweep_name!r}: {exc}")
+        if total_params is not None:
+            if isinstance(total_params, bool) or not isinstance(total_params, int) or total_params <= 0:
+                fail(f"sweep {sweep_name!r}: total_params must be a positive integer")
+            if "d_model" in axes:
+                fail(f"sweep {sweep_name!r}: total_params sets d_model; do not give d_model too")
+            if "n_layers" not in axes:
+                fail(f"sweep {sweep_name!r}: total_params needs an n_layers list")
+        sweeps.append(Sweep(sweep_name, axes, total_params, sweep_devices))
+
+    suite = Suite(
+        name=name,
+        description=str(data.get("description", "")),
+        devices=devices,
+        defaults=dict(defaults),
+        timing=timing,
+        sweeps=tuple(sweeps),
+        max_params=caps["max_params"],
+        max_flops=caps["max_flops"],
+        profile=profile,
+    )
+    try:
+        suite.points()  # validates every combination now, not halfway through a sweep
+    except (SuiteError, TypeError) as exc:
+        fail(str(exc))
+    return suite
+
+
+def load_suite(path: Union[str, Path]) -> Suite:
+    """Read and validate a suite TOML file.
+
+    Raises
+    ------
+    SuiteError
+        The file is missing, is not valid TOML, or is not a valid suite.
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"suite file {path} does not exist") from None
+    except IsADirectoryError:
+        raise SuiteError(f"suite file {path} is a directory") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path} is not valid TOML: {exc}") from None
+    return parse_suite(data, source=str(path))
