@@ -121,7 +121,7 @@ def _add_measure(sub) -> None:
 
 
 def _cmd_measure(args) -> int:
-    from .measure import Config, measure
+    from .measurement import Config, measure
     from .timing import TimerOptions
 
     config = Config(

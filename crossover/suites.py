@@ -47,7 +47,7 @@ from typing import Optional, Union
 
 from .choices import DEVICES
 from .errors import ConfigError, SuiteError
-from .measure import Config
+from .measurement import Config
 from .timing import TimerOptions
 
 __all__ = ["Suite", "Sweep", "SuiteError", "load_suite", "parse_suite", "PlannedPoint"]

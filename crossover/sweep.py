@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional, TextIO, Union
 
 from .env import cuda_available, environment, usable_cores
-from .measure import Config, ConfigError, Measurement, check_fits, measure
+from .measurement import Config, ConfigError, Measurement, check_fits, measure
 from .results import ResultsError, ResultsWriter, point_key, raw_times_to_text
 from .suites import Suite
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from crossover.measure import Config, ConfigError, measure
+from crossover.measurement import Config, ConfigError, measure
 from crossover.results import ResultsError, load_results
 from crossover.suites import parse_suite
 from crossover.sweep import run_suite
@@ -77,7 +77,7 @@ def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_points_that_do_not_fit_are_skipped_before_allocating(tmp_path, monkeypatch):
-    import crossover.measure as measure_module
+    import crossover.measurement as measure_module
 
     monkeypatch.setattr(measure_module, "available_memory_bytes", lambda device: 10 * 2**20)
     summary = run_suite(tiny_suite(), tmp_path, progress=False, measure_fn=lambda *a, **k: pytest.fail("measured"))

@@ -291,7 +291,9 @@ def profile_counts(step: Callable[[], object], device: str, n_steps: int = 3) ->
     Returns
     -------
     dict
-        ``ops_per_step``: top-level torch operators per step (a CUDA graph replay counts as none);
+        ``ops_per_step``: top-level profiler events per step: the calls the host dispatches (``aten::``
+        operators, autograd nodes, optimizer calls, a compiled region counts once, a CUDA graph replay
+        as one call);
         ``kernels_per_step``: device kernels per step (CUDA only, else NaN);
         ``device_busy_s``: summed kernel time per step in seconds (CUDA only, else NaN).
     """
@@ -307,10 +309,7 @@ def profile_counts(step: Callable[[], object], device: str, n_steps: int = 3) ->
         if device == "cuda":
             torch.cuda.synchronize()
     events = prof.events()
-    cpu_ops = [
-        e for e in events
-        if e.device_type == torch.autograd.DeviceType.CPU and e.cpu_parent is None and e.name.startswith("aten::")
-    ]
+    cpu_ops = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU and e.cpu_parent is None]
     counts = {"ops_per_step": len(cpu_ops) / n_steps, "kernels_per_step": math.nan, "device_busy_s": math.nan}
     if device == "cuda":
         kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
