@@ -265,6 +265,7 @@ def make_step(config: Config) -> Callable[[], object]:
         optimizer.step()
         return loss
 
+    step.model = model  # for inspection (tests, notebooks)
     if config.mode != "cudagraph":
         return step
 
@@ -281,8 +282,14 @@ def make_step(config: Config) -> Callable[[], object]:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        step()
-    return graph.replay
+        static_output = step()
+
+    def replay():
+        graph.replay()
+        return static_output
+
+    replay.model = model
+    return replay
 
 
 def profile_counts(step: Callable[[], object], device: str, n_steps: int = 3) -> dict:
