@@ -32,6 +32,23 @@ _EXPORTS = {
     "load_results": "results",
     "environment": "env",
     "machine_label": "env",
+    "AnalysisError": "analysis",
+    "MODELS": "analysis",
+    "model_parameters": "analysis",
+    "SeriesFit": "analysis",
+    "Fits": "analysis",
+    "Crossover": "analysis",
+    "fit_series": "analysis",
+    "fit_results": "analysis",
+    "cv_splits": "analysis",
+    "cross_validate": "analysis",
+    "model_latency_s": "analysis",
+    "crossover": "analysis",
+    "empirical_crossover": "analysis",
+    "crossover_frontier": "analysis",
+    "cost_per_million_samples": "analysis",
+    "cost_crossover": "analysis",
+    "predict": "analysis",
 }
 
 __all__ = ["__version__", *_EXPORTS]

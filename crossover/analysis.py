@@ -4,20 +4,27 @@ Pure computation on the DataFrame of :func:`crossover.load_results` (``raw=True`
 intervals); no file I/O. A *series* is the set of rows sharing ``SERIES_KEYS`` (one machine's device
 in one workload/mode/dtype/regime/transfer/thread setting); every series gets its own fit.
 
-Latency models (``MODELS``), all fitted on relative error (log space, robust ``soft_l1`` loss, with
+Latency models, all fitted on relative error (log space, robust ``soft_l1`` loss, with
 log-parameters so every parameter stays positive)::
 
-    affine                  t = step + FLOPs / R
-    roofline                t = step + L * (layer + smax(F / P, M / BW))
-    roofline+hockney        P -> P * B / (B + B_half)        (matrix-vector vs matrix-matrix)
-    roofline+cache          BW -> between an in-cache and a DRAM bandwidth, logistic in
-                            log(weight bytes of the whole model) around a cache size
-    roofline+cache+hockney  both
+    affine      t = step + FLOPs / R
+    roofline    t = step + L * (layer + smax(F / P, M / BW))
+
+refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func:`model_parameters`)::
+
+    hockney     P -> P * B / (B + B_half): matrix-vector runs slower than matrix-matrix
+    cache       BW -> from an in-cache to a DRAM bandwidth, logistic in log(weight bytes of the
+                whole model) around a cache size
+    ramp        BW -> from a small-layer to a large-layer bandwidth, logistic in log(one layer's
+                weight bytes)
+    split       activations (``7 B d`` per layer) move at their own bandwidth
+    overlap     the smooth-max exponent p is fitted (1: compute and memory add up, large: max)
 
 ``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
 forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
-(``p = SMOOTH_MAX_P``). Which model a series uses is chosen by grouped cross-validation (hold out all
-points sharing one value of ``d_model``, ``n_layers`` or ``batch_size``), not by in-sample fit.
+(``p = SMOOTH_MAX_P`` unless fitted). ``MODELS`` lists the default candidates; which one a series
+uses is chosen by grouped cross-validation (hold out all points sharing one value of ``d_model``,
+``n_layers`` or ``batch_size``), not by in-sample fit.
 
 Parameter intervals come from a bootstrap over the raw repeats (each point's repeats are resampled
 with replacement, the median retaken, the model refitted), with :func:`scipy.stats.bootstrap`. They
@@ -27,6 +34,7 @@ cross-validation error is the honest measure of how far a prediction may be off.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Mapping, Optional, Sequence
@@ -38,7 +46,8 @@ from scipy import optimize, special, stats
 from .errors import CrossoverError
 
 __all__ = [
-    "AnalysisError", "SERIES_KEYS", "AXES", "MODELS", "step_counts", "SeriesFit", "Fits", "Crossover",
+    "AnalysisError", "SERIES_KEYS", "AXES", "MODELS", "model_parameters", "step_counts", "model_latency_s",
+    "SeriesFit", "Fits", "Crossover",
     "fit_series", "fit_results", "cv_splits", "cross_validate", "crossover", "empirical_crossover",
     "crossover_frontier", "cost_per_million_samples", "cost_crossover", "predict",
 ]
@@ -71,45 +80,82 @@ PARAMS = {
     "cache_bytes_per_s": _Param("in-cache bandwidth", "GB/s", 1e-9, 1e6, 1e15),
     "dram_bytes_per_s": _Param("out-of-cache bandwidth", "GB/s", 1e-9, 1e6, 1e15),
     "cache_bytes": _Param("cache size (bandwidth midpoint)", "MB", 1e-6, 1e3, 1e13),
+    "small_bytes_per_s": _Param("bandwidth, small layers", "GB/s", 1e-9, 1e6, 1e15),
+    "large_bytes_per_s": _Param("bandwidth, large layers", "GB/s", 1e-9, 1e6, 1e15),
+    "ramp_bytes": _Param("layer weight size (bandwidth midpoint)", "MB", 1e-6, 1e2, 1e12),
+    "act_bytes_per_s": _Param("activation bandwidth", "GB/s", 1e-9, 1e6, 1e15),
     "batch_half": _Param("Hockney n½ (batch for half the compute rate)", "samples", 1.0, 1e-3, 1e6),
+    "smooth_p": _Param("overlap exponent p (1: compute + memory, ∞: max)", "", 1.0, 1.0, 16.0),
 }
-_ROOF = ("step_s", "layer_s", "flops_per_s")
-_CACHE = ("cache_bytes_per_s", "dram_bytes_per_s", "cache_bytes")
-#: Model name -> its parameters (SI units, see ``PARAMS``).
-MODELS = {
-    "affine": ("step_s", "flops_per_s"),
-    "roofline": _ROOF + ("bytes_per_s",),
-    "roofline+hockney": _ROOF + ("bytes_per_s", "batch_half"),
-    "roofline+cache": _ROOF + _CACHE,
-    "roofline+cache+hockney": _ROOF + _CACHE + ("batch_half",),
+#: Extra parameters of each refinement of the roofline (model names join them with "+").
+_COMPONENTS = {
+    "hockney": ("batch_half",),
+    "cache": ("cache_bytes_per_s", "dram_bytes_per_s", "cache_bytes"),
+    "ramp": ("small_bytes_per_s", "large_bytes_per_s", "ramp_bytes"),
+    "split": ("act_bytes_per_s",),
+    "overlap": ("smooth_p",),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def model_parameters(name: str) -> tuple:
+    """Parameter names (SI units, see ``PARAMS``) of latency model ``name``.
+
+    ``name`` is ``"affine"`` or ``"roofline"`` joined with ``+`` to any of the refinements
+    ``hockney`` (compute rate grows with batch), ``cache`` (bandwidth depends on whether the model's
+    weights fit in cache), ``ramp`` (bandwidth depends on the size of one layer's weights), ``split``
+    (activations move at their own bandwidth) and ``overlap`` (fitted smooth-max exponent).
+    """
+    base, *extra = name.split("+")
+    if base == "affine" and not extra:
+        return ("step_s", "flops_per_s")
+    if base != "roofline" or any(e not in _COMPONENTS for e in extra) or len(set(extra)) < len(extra):
+        raise AnalysisError(f"unknown model {name!r}")
+    names = ["step_s", "layer_s", "flops_per_s"]
+    if not {"cache", "ramp"} & set(extra):
+        names.append("bytes_per_s")
+    for e in extra:
+        names.extend(_COMPONENTS[e])
+    return tuple(names)
+
+
+#: Model name -> its parameters (SI units, see ``PARAMS``): the candidates cross-validation chooses from.
+MODELS = {name: model_parameters(name) for name in (
+    "affine", "roofline", "roofline+hockney", "roofline+cache", "roofline+cache+hockney",
+)}
 
 
 # ---------------------------------------------------------------------------------- the models
-def step_counts(d_model, n_layers, batch_size, workload="forward", bytes_per_element=4):
-    """FLOPs and bytes of one step as floats (vectorised; same closed forms as :mod:`crossover.model`)."""
+def _counts(d_model, n_layers, batch_size, workload):
+    """FLOPs, weight and activation element accesses of one step (floats, vectorised)."""
     d, L, B = (np.asarray(v, dtype=float) for v in (d_model, n_layers, batch_size))
     weights, activations = L * d * d, 7.0 * B * d * L
     if workload == "forward":
-        return 2.0 * B * d * d * L, (weights + activations) * bytes_per_element
+        return 2.0 * B * d * d * L, weights, activations
     if workload == "train":
-        return 2.0 * B * d * d * (3 * L - 1), (6 * weights + 3 * activations) * bytes_per_element
+        return 2.0 * B * d * d * (3 * L - 1), 6 * weights, 3 * activations
     raise AnalysisError(f"unknown workload {workload!r}")
 
 
+def step_counts(d_model, n_layers, batch_size, workload="forward", bytes_per_element=4):
+    """FLOPs and bytes of one step as floats (vectorised; same closed forms as :mod:`crossover.model`)."""
+    flops, weights, activations = _counts(d_model, n_layers, batch_size, workload)
+    return flops, (weights + activations) * bytes_per_element
+
+
 def _features(d_model, n_layers, batch_size, workload, elt):
-    flops, nbytes = step_counts(d_model, n_layers, batch_size, workload, elt)
-    L = np.asarray(n_layers, dtype=float)
-    d = np.asarray(d_model, dtype=float)
-    return SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops,
-                           F=flops / L, M=nbytes / L, W=L * d * d * elt)
+    flops, weights, activations = _counts(d_model, n_layers, batch_size, workload)
+    L, d = np.asarray(n_layers, dtype=float), np.asarray(d_model, dtype=float)
+    return SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
+                           Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
+                           W=L * d * d * elt, Wl=d * d * elt)
 
 
 def _as_params(model, theta):
     theta = np.asarray(theta, dtype=float)
     if theta.ndim == 2:  # bootstrap draws: one row each, broadcast against the points
-        return {name: theta[:, i, None] for i, name in enumerate(MODELS[model])}
-    return dict(zip(MODELS[model], theta))
+        return {name: theta[:, i, None] for i, name in enumerate(model_parameters(model))}
+    return dict(zip(model_parameters(model), theta))
 
 
 def _latency_s(model, theta, X):
@@ -118,16 +164,39 @@ def _latency_s(model, theta, X):
     if "layer_s" not in p:
         return p["step_s"] + X.flops / p["flops_per_s"]
     rate = p["flops_per_s"] * (X.B / (X.B + p["batch_half"]) if "batch_half" in p else 1.0)
-    if "cache_bytes" in p:
-        in_cache = special.expit((np.log(p["cache_bytes"]) - np.log(X.W)) / CACHE_WIDTH)
-        low, high = np.log(p["dram_bytes_per_s"]), np.log(p["cache_bytes_per_s"])
-        bandwidth = np.exp(low + in_cache * (high - low))
+    if "cache_bytes" in p:  # whole model's weights in cache -> cache bandwidth, else DRAM's
+        bandwidth = _log_logistic(X.W, p["cache_bytes"], p["cache_bytes_per_s"], p["dram_bytes_per_s"])
+    elif "ramp_bytes" in p:  # small layers stream slower than large ones (e.g. run on fewer threads)
+        bandwidth = _log_logistic(X.Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"])
     else:
         bandwidth = p["bytes_per_s"]
-    compute, memory = X.F / rate, X.M / bandwidth
+    if "act_bytes_per_s" in p:
+        memory = X.Mw / bandwidth + X.Ma / p["act_bytes_per_s"]
+    else:
+        memory = X.M / bandwidth
+    compute, power = X.F / rate, p.get("smooth_p", SMOOTH_MAX_P)
     top = np.maximum(compute, memory)
-    smooth = top * ((compute / top) ** SMOOTH_MAX_P + (memory / top) ** SMOOTH_MAX_P) ** (1 / SMOOTH_MAX_P)
+    smooth = top * ((compute / top) ** power + (memory / top) ** power) ** (1 / power)
     return p["step_s"] + X.L * (p["layer_s"] + smooth)
+
+
+def _log_logistic(size, middle, below, above):
+    """``below`` for sizes well under ``middle``, ``above`` well over it; logistic in log size."""
+    weight = special.expit((np.log(size) - np.log(middle)) / CACHE_WIDTH)
+    return np.exp(np.log(below) + weight * (np.log(above) - np.log(below)))
+
+
+def model_latency_s(model: str, params: Mapping[str, float], d_model, n_layers, batch_size,
+                    workload: str = "forward", bytes_per_element: int = 4) -> np.ndarray:
+    """Seconds per step that latency model ``model`` predicts with ``params`` (SI units, by name).
+
+    Examples
+    --------
+    >>> float(model_latency_s("affine", {"step_s": 1e-3, "flops_per_s": 1e9}, 10, 5, 1))
+    0.001001
+    """
+    theta = [params[name] for name in model_parameters(model)]
+    return _latency_s(model, theta, _features(d_model, n_layers, batch_size, workload, bytes_per_element))
 
 
 def _starts(model, X, t):
@@ -136,17 +205,20 @@ def _starts(model, X, t):
         "step_s": 0.2 * t.min(), "layer_s": 0.3 * np.median(t / X.L),
         "flops_per_s": 2 * np.max(X.flops / t), "bytes_per_s": 2 * np.max(X.M * X.L / t),
     }
-    guess.update(cache_bytes_per_s=4 * guess["bytes_per_s"], dram_bytes_per_s=guess["bytes_per_s"])
-    options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "batch_half": [1.0, 16.0]}
+    bw = guess["bytes_per_s"]
+    guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
+                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P)
+    options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
+               "batch_half": [1.0, 16.0]}
     starts = [dict(guess)]
     for name, values in options.items():
-        if name in MODELS[model]:
+        if name in model_parameters(model):
             starts = [{**s, name: v} for s in starts for v in values]
-    return [np.array([s[name] for name in MODELS[model]]) for s in starts]
+    return [np.array([s[name] for name in model_parameters(model)]) for s in starts]
 
 
 def _fit_theta(model, X, t, starts, loss="soft_l1", f_scale=0.1):
-    names = MODELS[model]
+    names = model_parameters(model)
     lo = np.log([PARAMS[n].lo for n in names])
     hi = np.log([PARAMS[n].hi for n in names])
     log_t = np.log(t)
@@ -190,8 +262,12 @@ def _raw_samples(frame: pd.DataFrame) -> list:
     return samples
 
 
-def cv_splits(frame: pd.DataFrame, axis: str) -> list:
+def cv_splits(frame: pd.DataFrame, axis: str, max_held_out_fraction: float = 0.5) -> list:
     """Grouped cross-validation splits holding out every point that shares one value of ``axis``.
+
+    A value carrying more than ``max_held_out_fraction`` of the points (the anchor of a
+    one-axis-at-a-time design, e.g. ``d_model=128`` shared by the batch and depth sweeps) is not held
+    out: its fold would test a fit on the remaining few points, not the model.
 
     Returns
     -------
@@ -201,7 +277,12 @@ def cv_splits(frame: pd.DataFrame, axis: str) -> list:
     if axis not in AXES:
         raise AnalysisError(f"unknown axis {axis!r}; expected one of {AXES}")
     values = frame[axis].to_numpy()
-    return [(v.item(), np.flatnonzero(values != v), np.flatnonzero(values == v)) for v in np.unique(values)]
+    splits = []
+    for v in np.unique(values):
+        test = np.flatnonzero(values == v)
+        if len(test) <= max_held_out_fraction * len(values):
+            splits.append((v.item(), np.flatnonzero(values != v), test))
+    return splits
 
 
 # -------------------------------------------------------------------------------------- fits
@@ -212,13 +293,14 @@ class SeriesFit:
     key: dict
     label: str
     model: str
-    params: np.ndarray  # SI units, in the order of MODELS[model]
+    params: np.ndarray  # SI units, in the order of model_parameters(model)
     draws: Optional[np.ndarray]  # bootstrap parameter draws, (n_boot, n_params), or None
     level: float
     workload: str
     bytes_per_element: int
     points: pd.DataFrame  # d_model, n_layers, batch_size, median_s of the fitted points
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
+    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / held-out prediction)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -240,10 +322,19 @@ class SeriesFit:
         tail = 50 * (1 - self.level)
         return tuple(float(np.percentile(values, q)) for q in (tail, 100 - tail))
 
+    def prediction_interval_s(self, d_model, n_layers, batch_size) -> tuple:
+        """(low, high) where a new measurement may fall: the prediction scaled by the ``level``
+        percentiles of the chosen model's held-out errors (NaN without cross-validation)."""
+        if not len(self.cv_log_errors):
+            return np.nan, np.nan
+        tail = 50 * (1 - self.level)
+        value = float(self.latency_s(d_model, n_layers, batch_size))
+        return tuple(value * float(np.exp(np.percentile(self.cv_log_errors, q))) for q in (tail, 100 - tail))
+
     def parameters(self) -> pd.DataFrame:
         """Parameters in display units with their bootstrap interval (percentile, ``level``)."""
         rows = []
-        for i, name in enumerate(MODELS[self.model]):
+        for i, name in enumerate(model_parameters(self.model)):
             spec = PARAMS[name]
             low = high = np.nan
             if self.draws is not None:
@@ -263,31 +354,35 @@ class SeriesFit:
         return all(self.points[a].min() <= v <= self.points[a].max() for a, v in config.items())
 
 
-def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *,
-                   loss="soft_l1", f_scale=0.1) -> pd.DataFrame:
+def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, loss="soft_l1",
+                   f_scale=0.1, max_held_out_fraction: float = 0.5) -> pd.DataFrame:
     """Held-out predictions of ``model`` on one series, holding out each value of each axis in turn.
 
-    Folds whose training set has fewer than ``n_params + 2`` points are skipped.
+    See :func:`cv_splits`; folds whose training set has fewer than ``n_params + 2`` points are skipped.
 
     Returns
     -------
     pandas.DataFrame
-        One row per held-out prediction: model, axis, held_out, d_model, n_layers, batch_size,
-        measured_s, predicted_s, rel_error (predicted / measured - 1).
+        One row per held-out prediction: model, axis, held_out, extrapolated (the held-out value lies
+        outside the training range), d_model, n_layers, batch_size, measured_s, predicted_s,
+        rel_error (predicted / measured - 1).
     """
     frame = _check_frame(frame).reset_index(drop=True)
     X, t = _frame_features(frame), frame["median_s"].to_numpy()
     rows = []
     for axis in axes:
-        for value, train, test in cv_splits(frame, axis):
-            if len(train) < len(MODELS[model]) + 2:
+        for value, train, test in cv_splits(frame, axis, max_held_out_fraction):
+            if len(train) < len(model_parameters(model)) + 2:
                 continue
             Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
             theta = _fit_theta(model, Xtr, t[train], _starts(model, Xtr, t[train]), loss, f_scale)
             Xte = SimpleNamespace(**{k: v[test] for k, v in vars(X).items()})
             predicted = _latency_s(model, theta, Xte)
+            seen = frame[axis].to_numpy()[train]
+            outside = not seen.min() < value < seen.max()
             for j, i in enumerate(test):
-                rows.append(dict(model=model, axis=axis, held_out=value, d_model=frame["d_model"][i],
+                rows.append(dict(model=model, axis=axis, held_out=value, extrapolated=outside,
+                                 d_model=frame["d_model"][i],
                                  n_layers=frame["n_layers"][i], batch_size=frame["batch_size"][i],
                                  measured_s=t[i], predicted_s=predicted[j], rel_error=predicted[j] / t[i] - 1))
     return pd.DataFrame(rows)
@@ -313,7 +408,8 @@ def _frame_features(frame):
 
 def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
                n_boot: int = 200, level: float = 0.95, seed=0, loss: str = "soft_l1",
-               f_scale: float = 0.1, label: Optional[str] = None) -> SeriesFit:
+               f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
+               label: Optional[str] = None) -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     Parameters
@@ -330,21 +426,29 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         Confidence level of the percentile intervals.
     loss, f_scale
         Robust loss on log residuals, see :func:`scipy.optimize.least_squares`.
+    max_held_out_fraction : float
+        See :func:`cv_splits`.
+    label : str, optional
+        Name of the series (default ``machine/device``).
     """
     frame = _check_frame(frame)
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
         raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
-    unknown = [m for m in models if m not in MODELS]
-    if unknown or not models:
-        raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)}")
+    if not models:
+        raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
+    for m in models:
+        model_parameters(m)
     X, t = _frame_features(frame), frame["median_s"].to_numpy()
-    cv = _cv_summary(pd.concat([cross_validate(frame, m, axes, loss=loss, f_scale=f_scale) for m in models]
-                               + [pd.DataFrame()]))
+    predictions = [cross_validate(frame, m, axes, loss=loss, f_scale=f_scale,
+                                  max_held_out_fraction=max_held_out_fraction) for m in models]
+    cv = _cv_summary(pd.concat(predictions + [pd.DataFrame()]))
     scores = {m: cv.loc[cv["model"] == m, "mape_pct"].mean() for m in models}
     scored = [m for m in models if np.isfinite(scores[m])]
     model = min(scored, key=scores.get) if scored else models[0]
     theta = _fit_theta(model, X, t, _starts(model, X, t), loss, f_scale)
+    chosen = predictions[list(models).index(model)]
+    log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
     draws = None
     if n_boot > 0:
         def statistic(*samples):
@@ -357,7 +461,8 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     return SeriesFit(key=keys, label=label or f"{keys['machine']}/{keys['device']}", model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4),
-                     points=frame[list(AXES) + ["median_s"]].reset_index(drop=True), cv=cv)
+                     points=frame[list(AXES) + ["median_s"]].reset_index(drop=True), cv=cv,
+                     cv_log_errors=log_errors)
 
 
 class Fits(dict):
@@ -562,7 +667,8 @@ def crossover_frontier(fit_a: SeriesFit, fit_b: SeriesFit, d_models: Sequence[fl
 # --------------------------------------------------------------------------------------- cost
 def cost_per_million_samples(latency_s, batch_size, price_per_hour):
     """Cost of one million samples: ``latency_s / batch_size * 1e6 * price_per_hour / 3600``."""
-    return np.asarray(latency_s, float) / np.asarray(batch_size, float) * 1e6 * np.asarray(price_per_hour, float) / 3600
+    per_sample_s = np.asarray(latency_s, float) / np.asarray(batch_size, float)
+    return per_sample_s * 1e6 * np.asarray(price_per_hour, float) / 3600
 
 
 def cost_crossover(fit_a: SeriesFit, fit_b: SeriesFit, price_a_per_hour: float, price_b_per_hour: float,
@@ -585,7 +691,9 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
     -------
     dict
         ``devices``: one object per device with ``device``, ``machine``, ``series``, ``model``,
-        ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``cv_mape_pct`` and ``extrapolated``
+        ``latency_s``, its confidence interval ``latency_low_s``/``latency_high_s`` (bootstrap of the
+        fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
+        held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
         (outside the measured range); ``winner`` (series label), ``speedup`` (runner-up latency / winner
         latency), and ``crossover``: the batch size where the winner and the runner-up swap, with
         interval (``None`` with fewer than two devices).
@@ -607,9 +715,11 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
     devices = []
     for fit in chosen.values():
         low, high = fit.latency_interval_s(d_model, n_layers, batch_size)
+        p_low, p_high = fit.prediction_interval_s(d_model, n_layers, batch_size)
         devices.append(dict(device=fit.key["device"], machine=fit.key["machine"], series=fit.label,
                             model=fit.model, latency_s=float(fit.latency_s(d_model, n_layers, batch_size)),
-                            latency_low_s=low, latency_high_s=high, cv_mape_pct=fit.cv_score(),
+                            latency_low_s=low, latency_high_s=high, prediction_low_s=p_low,
+                            prediction_high_s=p_high, cv_mape_pct=fit.cv_score(),
                             extrapolated=not fit.in_range(**config)))
     devices.sort(key=lambda item: item["latency_s"])
     result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, devices=devices,

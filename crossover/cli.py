@@ -216,7 +216,7 @@ def _cmd_sweep(args) -> int:
             print(f"{point.sweep:14s} {c.device:4s} d={c.d_model:<5d} L={c.n_layers:<5d} B={c.batch_size:<5d} "
                   f"{c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} threads={c.threads}"
                   + (f"  [skip: {cap}]" if cap else ""))
-        print(f"{len(points)} points")
+        print(f"{len(points)} points" + (f" × {suite.rounds} rounds" if suite.rounds > 1 else ""))
         return 0
     summary = run_suite(
         suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet
@@ -283,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands():
     """Subcommands defined by other modules (analysis, figures) when they exist."""
-    return []
+    from .cli_analysis import add_fit, add_predict
+
+    return [add_fit, add_predict]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -42,6 +42,7 @@ __all__ = [
     "ResultsWriter",
     "load_results",
     "load_metadata",
+    "combine_rounds_of",
     "point_key",
 ]
 
@@ -63,6 +64,7 @@ KEY_COLUMNS = (
     "transfer",
     "regime",
     "threads_requested",
+    "round",
 )
 
 #: Every column of results.csv, in order, with its type (int, "optional int", float or str).
@@ -82,6 +84,7 @@ COLUMN_TYPES = {
     "transfer": str,
     "regime": str,
     "threads_requested": int,
+    "round": int,  # which pass over the suite (suites can measure every point in several rounds)
     "threads": "optional int",  # threads actually used (empty when skipped before running)
     "params": int,
     "flops": int,
@@ -312,6 +315,7 @@ def load_results(
     *,
     include_skipped: bool = False,
     raw: bool = False,
+    combine_rounds: bool = True,
 ) -> pd.DataFrame:
     """Load results into one tidy DataFrame.
 
@@ -324,6 +328,9 @@ def load_results(
         Keep rows of points that were skipped (with their ``reason``); by default only measured rows.
     raw : bool
         Keep ``raw_times_s`` as tuples of floats; by default the column is dropped.
+    combine_rounds : bool
+        One row per point: a point measured in several rounds gets the median of its rounds'
+        statistics (see :func:`combine_rounds`). False keeps one row per round.
 
     Returns
     -------
@@ -357,14 +364,69 @@ def load_results(
         frame = pd.concat(frames, ignore_index=True)
     if not include_skipped:
         frame = frame[frame["status"] == "ok"].reset_index(drop=True)
-    if raw:
-        frame["raw_times_s"] = [
-            tuple(float(v) for v in text.split(";")) if isinstance(text, str) and text else ()
-            for text in frame["raw_times_s"]
-        ]
-    else:
+    frame["raw_times_s"] = [
+        tuple(float(v) for v in text.split(";")) if isinstance(text, str) and text else ()
+        for text in frame["raw_times_s"]
+    ]
+    if combine_rounds:
+        frame = combine_rounds_of(frame)
+    if not raw:
         frame = frame.drop(columns=["raw_times_s"])
     return frame
+
+
+#: Statistics combined across rounds by their median.
+_ROUND_MEDIAN_COLUMNS = (
+    "median_s", "iqr_s", "q1_s", "q3_s", "mean_s", "median_ci_low_s", "median_ci_high_s",
+    "device_median_s", "ops_per_step", "kernels_per_step", "device_busy_s", "compile_s", "setup_s",
+)
+
+
+def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per point from rows of several rounds.
+
+    Rounds measure the same point minutes apart, in shuffled order, so a slow spell of a shared
+    machine hits one round of a point rather than a run of neighbouring points. The combined row
+    takes the median over rounds of each statistic (``median_s`` is the median of the rounds'
+    medians), the minimum ``min_s``, the summed ``n_repeats``, the pooled ``raw_times_s``, and adds
+    ``n_rounds`` and ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
+    drifted between rounds). Skipped rows are kept once.
+    """
+    if frame.empty:
+        out = frame.drop(columns=["round"]).copy()
+        out["n_rounds"] = pd.Series(dtype="int64")
+        out["round_spread"] = pd.Series(dtype="float64")
+        return out
+    key = [c for c in KEY_COLUMNS if c != "round"] + ["results_dir"]
+    rows = []
+    for _, group in frame.groupby(key, sort=False, dropna=False):
+        first = group.iloc[0].to_dict()
+        first.pop("round")
+        ok = group[group["status"] == "ok"]
+        if ok.empty:
+            first.update(n_rounds=0, round_spread=np.nan)
+            rows.append(first)
+            continue
+        first = ok.iloc[0].to_dict()
+        first.pop("round")
+        for column in _ROUND_MEDIAN_COLUMNS:
+            values = ok[column].dropna()
+            first[column] = float(values.median()) if len(values) else np.nan
+        first["min_s"] = float(ok["min_s"].min())
+        first["n_repeats"] = int(ok["n_repeats"].sum()) if ok["n_repeats"].notna().all() else pd.NA
+        first["raw_times_s"] = tuple(v for times in ok["raw_times_s"] for v in times)
+        first["n_rounds"] = len(ok)
+        medians = ok["median_s"]
+        first["round_spread"] = float(medians.max() / medians.min() - 1) if len(ok) > 1 else 0.0
+        first["warnings"] = "; ".join(sorted({w for w in ok["warnings"] if w}))
+        rows.append(first)
+    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"] + ["n_rounds", "round_spread"])
+    for column, kind in COLUMN_TYPES.items():
+        if column in combined and kind is int:
+            combined[column] = combined[column].astype("int64")
+        elif column in combined and kind == "optional int":
+            combined[column] = combined[column].astype("Int64")
+    return combined.reset_index(drop=True)
 
 
 def raw_times_to_text(values: Iterable[float]) -> str:

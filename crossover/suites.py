@@ -17,6 +17,10 @@ A suite file looks like this (see ``experiments/suites/`` for real ones)::
     [limits]
     max_params = { cpu = 268435456 }  # larger points are recorded as skipped, with the reason
 
+    [options]
+    rounds = 3                        # every point 3 times, minutes apart, in shuffled order
+    profile = false                   # also count operators/kernels per step
+
     [[sweep]]
     name = "batch_size"
     batch_size = [1, 4, 16, 64]       # a list is swept; several lists give their product
@@ -56,7 +60,7 @@ CONFIG_FIELDS = tuple(f.name for f in fields(Config))
 SWEEP_AXES = tuple(name for name in CONFIG_FIELDS if name != "device")
 TOP_LEVEL_KEYS = {"name", "description", "devices", "defaults", "timing", "limits", "options", "sweep"}
 LIMIT_KEYS = {"max_params", "max_flops"}
-OPTION_KEYS = {"profile"}
+OPTION_KEYS = {"profile", "rounds"}
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class Suite:
     max_params: dict = field(default_factory=dict)  # device → params cap
     max_flops: dict = field(default_factory=dict)  # device → FLOPs-per-step cap
     profile: bool = False
+    rounds: int = 1  # measure every point this many times, each round in a fresh shuffled order
 
     def points(self, devices: Optional[tuple] = None) -> list:
         """Every distinct point of the suite, in file order, for ``devices`` (default: the suite's)."""
@@ -207,6 +212,9 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
     profile = options.get("profile", False)
     if not isinstance(profile, bool):
         fail("[options] profile must be true or false")
+    rounds = options.get("rounds", 1)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        fail("[options] rounds must be a positive integer")
 
     raw_sweeps = data.get("sweep")
     if not isinstance(raw_sweeps, list) or not raw_sweeps:
@@ -253,6 +261,7 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
         max_params=caps["max_params"],
         max_flops=caps["max_flops"],
         profile=profile,
+        rounds=rounds,
     )
     try:
         suite.points()  # validates every combination now, not halfway through a sweep

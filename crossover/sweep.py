@@ -16,7 +16,7 @@ from .measurement import Config, ConfigError, Measurement, check_fits, measure
 from .results import ResultsError, ResultsWriter, point_key, raw_times_to_text
 from .suites import Suite
 
-__all__ = ["run_suite", "resolve_devices", "select_sweeps", "SweepSummary", "Progress", "measurement_row", "skipped_row"]
+__all__ = ["run_suite", "plan_rounds", "resolve_devices", "select_sweeps", "SweepSummary", "Progress", "measurement_row", "skipped_row"]
 
 
 @dataclass
@@ -69,12 +69,13 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _base_row(config: Config, *, run_id: str, suite: str, sweep: str, machine: str) -> dict:
+def _base_row(config: Config, *, run_id: str, suite: str, sweep: str, machine: str, round_index: int = 0) -> dict:
     fields = asdict(config)
     threads_requested = fields.pop("threads")
     return {
         **fields,
         "threads_requested": threads_requested,
+        "round": round_index,
         "run_id": run_id,
         "suite": suite,
         "sweep": sweep,
@@ -104,6 +105,23 @@ def skipped_row(config: Config, reason: str, **context) -> dict:
     row = _base_row(config, **context)
     row.update({"status": "skipped", "reason": reason, "threads": config.threads})
     return row
+
+
+def plan_rounds(points: list, rounds: int) -> list:
+    """``(round, point)`` pairs: round 0 in suite order, later rounds each in a seeded shuffled order.
+
+    Several rounds minutes apart, in different orders, turn a slow spell of a shared machine into
+    one bad round of a few points (which the median over rounds rejects) instead of a run of
+    neighbouring points all biased the same way.
+    """
+    import random
+
+    plan = [(0, point) for point in points]
+    for round_index in range(1, rounds):
+        order = list(points)
+        random.Random(round_index).shuffle(order)
+        plan.extend((round_index, point) for point in order)
+    return plan
 
 
 def resolve_devices(suite: Suite, devices: Optional[tuple], stream: TextIO = sys.stderr) -> tuple:
@@ -185,25 +203,26 @@ def run_suite(
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     writer = ResultsWriter(out_dir, run_id, env)
 
-    plan = suite.points(devices)
+    plan = plan_rounds(suite.points(devices), suite.rounds)
     done = writer.existing_keys()
     summary = SweepSummary(planned=len(plan))
     todo = []
-    for point in plan:
-        row = skipped_row(point.config, "", run_id=run_id, suite=suite.name, sweep=point.sweep, machine=machine)
+    for round_index, point in plan:
+        row = skipped_row(point.config, "", run_id=run_id, suite=suite.name, sweep=point.sweep,
+                          machine=machine, round_index=round_index)
         if point_key(row) in done:
             summary.already_done += 1
         else:
-            todo.append(point)
+            todo.append((round_index, point))
     if summary.already_done:
         stream.write(f"crossover: resuming; {summary.already_done} of {len(plan)} points already done\n")
 
     bar = Progress(len(todo), stream=stream, enabled=progress)
-    for point in todo:
+    for round_index, point in todo:
         config = point.config
-        context = dict(run_id=run_id, suite=suite.name, sweep=point.sweep, machine=machine)
+        context = dict(run_id=run_id, suite=suite.name, sweep=point.sweep, machine=machine, round_index=round_index)
         label = (
-            f"{config.device} d={config.d_model} L={config.n_layers} B={config.batch_size} "
+            (f"round {round_index + 1}/{suite.rounds} " if suite.rounds > 1 else "") + f"{config.device} d={config.d_model} L={config.n_layers} B={config.batch_size} "
             f"{config.workload} {config.mode} {config.dtype}"
         )
         reason = suite.cap_reason(config)

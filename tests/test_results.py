@@ -16,7 +16,7 @@ def row(**overrides):
     base = {
         "run_id": "r1", "suite": "s", "sweep": "w", "machine": "m1", "device": "cpu", "device_name": "CPU",
         "d_model": 64, "n_layers": 2, "batch_size": 1, "workload": "forward", "mode": "eager",
-        "dtype": "float32", "transfer": "device", "regime": "latency", "threads_requested": 0,
+        "dtype": "float32", "transfer": "device", "regime": "latency", "threads_requested": 0, "round": 0,
         "threads": 2, "params": 8192, "flops": 16384, "bytes": 40000, "status": "ok", "reason": "",
         "median_s": 1e-3, "iqr_s": 1e-4, "n_repeats": 3, "calls_per_repeat": 1,
         "raw_times_s": "0.001;0.0011;0.0009",

@@ -117,3 +117,22 @@ def test_resume_after_sigkill_loses_nothing_and_duplicates_nothing(tmp_path):
     assert kept[keys + ["median_s", "run_id"]].equals(before[keys + ["median_s", "run_id"]])
     assert after["run_id"].iloc[len(before):].nunique() == 1
     assert after["run_id"].iloc[len(before)] != before["run_id"].iloc[0]
+
+
+def test_rounds_measure_every_point_again_in_a_shuffled_order(tmp_path):
+    import tomllib
+
+    suite = parse_suite(tomllib.loads(TINY_SUITE.replace('[[sweep]]', '[options]\nrounds = 3\n[[sweep]]', 1)))
+    summary = run_suite(suite, tmp_path, progress=False)
+    assert summary.planned == 66
+    per_round = load_results(tmp_path, include_skipped=True, combine_rounds=False)
+    assert sorted(per_round["round"].unique()) == [0, 1, 2]
+    orders = [list(per_round[per_round["round"] == r]["batch_size"]) for r in range(3)]
+    assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
+    combined = load_results(tmp_path, raw=True)
+    assert len(combined) == 21 and (combined["n_rounds"] == 3).all()
+    one = per_round[(per_round["batch_size"] == 5) & (per_round["status"] == "ok")]
+    row = combined[combined["batch_size"] == 5].iloc[0]
+    assert row["median_s"] == pytest.approx(one["median_s"].median())
+    assert len(row["raw_times_s"]) == one["n_repeats"].sum() == row["n_repeats"]
+    assert row["round_spread"] == pytest.approx(one["median_s"].max() / one["median_s"].min() - 1)

@@ -1,0 +1,201 @@
+"""The analysis subcommands of the CLI: ``crossover fit`` and ``crossover predict``.
+
+Both read a results directory (by default the reference data shipped in ``experiments/results``),
+fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
+``--json``. Errors are :class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from .cli import _comma_list, _positive_int, _print_json
+
+__all__ = ["add_fit", "add_predict", "DEFAULT_RESULTS"]
+
+#: The reference measurements shipped with the repository.
+DEFAULT_RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results"
+
+
+def _common(p) -> None:
+    p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
+                   help="results directories (merged), each holding one run or several machines' runs "
+                        "(default: the shipped reference data); e.g. your own quick CPU run next to a "
+                        "shipped GPU to compare them")
+    p.add_argument("--models", help="comma-separated candidate models (default: all; grouped CV picks one)")
+    p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for intervals (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _fit(args, frame):
+    from .analysis import MODELS, AnalysisError, fit_results, model_parameters
+
+    models = _comma_list(args.models) if args.models else tuple(MODELS)
+    unknown = []
+    for model in models:
+        try:
+            model_parameters(model)
+        except AnalysisError:
+            unknown.append(model)
+    if unknown:
+        raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)} "
+                            "or roofline+ any of hockney, cache, ramp, split, overlap")
+    if args.n_boot < 0:
+        raise AnalysisError(f"--n-boot must be 0 or more, got {args.n_boot}")
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = lambda items: tqdm(items, desc="fitting series", unit="series", leave=False)  # noqa: E731
+    return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress)
+
+
+def _load(args, **filters):
+    from .analysis import AnalysisError
+    from .results import load_results
+
+    frame = load_results(args.results, raw=True)
+    for column, value in filters.items():
+        frame = frame[frame[column] == value]
+    if frame.empty:
+        where = ", ".join(f"{k}={v}" for k, v in filters.items())
+        paths = ", ".join(map(str, args.results))
+        raise AnalysisError(f"no measured points in {paths}" + (f" with {where}" if where else ""))
+    return frame
+
+
+# ------------------------------------------------------------------------------------------- fit
+def add_fit(sub) -> None:
+    """Register ``crossover fit``."""
+    p = sub.add_parser(
+        "fit",
+        help="fit latency models to results; parameters with intervals and held-out accuracy",
+        description=(
+            "Fit a latency model to every series (machine, device, workload, mode, dtype, regime) of a "
+            "results directory. Prints each series' parameters with bootstrap confidence intervals, and "
+            "the grouped cross-validation accuracy of every candidate model (MAPE and %% of held-out "
+            "predictions within ±10%%, holding out each value of d_model, n_layers, batch_size)."
+        ),
+        epilog="example: crossover fit --results experiments/results --json",
+    )
+    _common(p)
+    p.set_defaults(func=_cmd_fit)
+
+
+def _cmd_fit(args) -> int:
+    fits = _fit(args, _load(args))
+    if args.json:
+        _print_json({"results": [str(p) for p in args.results], "series": [_series_json(f) for f in fits.values()],
+                     "skipped": fits.skipped})
+        return 0
+    for fit in fits.values():
+        _print_series(fit)
+    for label, reason in fits.skipped.items():
+        print(f"skipped {label}: {reason}")
+    return 0
+
+
+def _series_json(fit) -> dict:
+    return dict(series=fit.label, **{k: v for k, v in fit.key.items()}, model=fit.model,
+                n_points=len(fit.points), n_boot=0 if fit.draws is None else len(fit.draws),
+                level=fit.level, cv_mape_pct=fit.cv_score(),
+                parameters=fit.parameters().drop(columns=["series", "model"]).to_dict("records"),
+                accuracy=fit.cv.to_dict("records"))
+
+
+def _number(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _print_series(fit) -> None:
+    k = fit.key
+    n_boot = 0 if fit.draws is None else len(fit.draws)
+    print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
+          f"{k['threads']} threads; {len(fit.points)} points)")
+    print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
+          "of the raw repeats)")
+    for row in fit.parameters().itertuples():
+        print(f"    {row.label:<46s} {_number(row.value):>10s} {row.unit:<8s} "
+              f"[{_number(row.low)}, {_number(row.high)}]")
+    if fit.cv.empty:
+        print("  (no cross-validation folds)\n")
+        return
+    axes = list(dict.fromkeys(fit.cv["axis"]))
+    print("  grouped cross-validation, held-out MAPE / % within ±10% (folds):")
+    print("    " + f"{'model':<24s}" + "".join(f"{a:>22s}" for a in axes))
+    for model, rows in fit.cv.groupby("model", sort=False):
+        cells = []
+        for axis in axes:
+            row = rows[rows["axis"] == axis]
+            cells.append("-" if row.empty else
+                         f"{row.mape_pct.iloc[0]:.1f}% / {row.within_10_pct.iloc[0]:.0f}% ({row.n_folds.iloc[0]})")
+        mark = "*" if model == fit.model else " "
+        print(f"  {mark} {model:<24s}" + "".join(f"{c:>22s}" for c in cells))
+    print()
+
+
+# --------------------------------------------------------------------------------------- predict
+def add_predict(sub) -> None:
+    """Register ``crossover predict``."""
+    from .choices import DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+
+    p = sub.add_parser(
+        "predict",
+        help="predict latency on every device, the winner, and the crossover batch size",
+        description=(
+            "Predict the latency of one configuration on every device in the results (with an "
+            "interval), which device wins and by how much, and the batch size at which the winner "
+            "changes (with a bootstrap confidence interval)."
+        ),
+        epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json",
+    )
+    p.add_argument("--d-model", type=_positive_int, required=True, help="layer width")
+    p.add_argument("--n-layers", type=_positive_int, required=True, help="residual blocks")
+    p.add_argument("--batch-size", type=_positive_int, required=True, help="samples per step")
+    p.add_argument("--workload", default="forward", choices=WORKLOADS, help="default forward")
+    p.add_argument("--mode", default="eager", choices=MODES, help="default eager")
+    p.add_argument("--dtype", default="float32", choices=DTYPES, help="default float32")
+    p.add_argument("--regime", default="latency", choices=REGIMES, help="default latency")
+    p.add_argument("--transfer", default="device", choices=TRANSFERS, help="default device")
+    _common(p)
+    p.set_defaults(func=_cmd_predict)
+
+
+def _cmd_predict(args) -> int:
+    from .analysis import predict
+
+    wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
+                  transfer=args.transfer)
+    fits = _fit(args, _load(args, **wanted))
+    result = predict(fits, args.d_model, args.n_layers, args.batch_size, **wanted)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
+          f"({', '.join(wanted.values())})")
+    for item in result["devices"]:
+        note = "  [outside the measured range]" if item["extrapolated"] else ""
+        print(f"  {item['series']:<32s} {item['latency_s'] * 1e3:10.4g} ms  "
+              f"CI [{_number(item['latency_low_s'] * 1e3)}, {_number(item['latency_high_s'] * 1e3)}]  "
+              f"PI [{_number(item['prediction_low_s'] * 1e3)}, {_number(item['prediction_high_s'] * 1e3)}]  "
+              f"model {item['model']}, held-out MAPE {_number(item['cv_mape_pct'])}%{note}")
+    print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement may land, from the "
+          "held-out errors)")
+    if result["speedup"] is None:
+        print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
+        return 0
+    print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['devices'][1]['series']}")
+    c = result["crossover"]
+    low, high = c["batch_range"]
+    if c["batch_size"] is None:
+        print(f"no crossover for batch sizes {low:g}–{high:g}: {c['winner_everywhere']} is faster throughout "
+              f"(the curves cross in {1 - c['never_fraction']:.0%} of bootstrap resamples)")
+    else:
+        print(f"crossover at batch size {c['batch_size']:.4g} [{_number(c['low'])}, {_number(c['high'])}]: "
+              f"{c['winner_below']} below, {c['winner_above']} above "
+              f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
+    return 0

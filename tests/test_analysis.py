@@ -1,0 +1,284 @@
+"""Analysis on synthetic results drawn from known parameters with multiplicative noise (fixed seeds)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossover import analysis as A
+from crossover.cli import main
+from crossover.results import ResultsWriter, raw_times_to_text
+
+CPU = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=100e9, bytes_per_s=20e9)
+GPU = dict(step_s=2e-3, layer_s=1e-6, flops_per_s=20e12, bytes_per_s=2e12)
+
+
+def sizes():
+    """A one-axis-at-a-time design around (128, 128, 1) plus a small grid, like the quick suite."""
+    points = {(128, 128, b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
+    points |= {(d, 128, 1) for d in (64, 128, 256, 384, 512, 768, 1024)}
+    points |= {(128, n, 1) for n in (16, 32, 64, 128, 256, 512)}
+    points |= {(d, n, b) for d in (64, 256, 512) for n in (8, 32) for b in (1, 16, 128)}
+    return sorted(points)
+
+
+def synthetic(model, params, *, device="cpu", machine="synth", noise=0.05, repeats=15, seed=0):
+    """A results frame (as from ``load_results(raw=True)``) drawn from ``model`` with ``params``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d, n, b in sizes():
+        true = float(A.model_latency_s(model, params, d, n, b))
+        raw = true * np.exp(noise * rng.standard_normal(repeats))
+        flops, nbytes = A.step_counts(d, n, b)
+        rows.append(dict(machine=machine, device=device, workload="forward", mode="eager", dtype="float32",
+                         regime="latency", transfer="device", threads=2, d_model=d, n_layers=n, batch_size=b,
+                         params=n * d * d, flops=int(flops), bytes=int(nbytes), median_s=float(np.median(raw)),
+                         iqr_s=float(np.subtract(*np.percentile(raw, [75, 25]))), raw_times_s=tuple(raw)))
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def two_devices():
+    """Affine CPU (cheap steps, slow FLOPs) and GPU (costly steps, fast FLOPs): an analytic crossover."""
+    cpu_true = dict(step_s=50e-6, flops_per_s=100e9)
+    gpu_true = dict(step_s=2e-3, flops_per_s=10e12)
+    cpu = A.fit_series(synthetic("affine", cpu_true, seed=1), ["affine"], axes=(), n_boot=60, seed=1)
+    gpu = A.fit_series(synthetic("affine", gpu_true, device="cuda", seed=2), ["affine"], axes=(), n_boot=60,
+                       seed=2, label="synth/cuda")
+    return cpu, gpu, cpu_true, gpu_true
+
+
+def affine_root_batch(a, b, d_model=128, n_layers=128, prices=(1, 1)):
+    """Batch where p_a (s_a + F/R_a) = p_b (s_b + F/R_b), F = 2 B d² L."""
+    pa, pb = prices
+    flops = (pb * b["step_s"] - pa * a["step_s"]) / (pa / a["flops_per_s"] - pb / b["flops_per_s"])
+    return flops / (2 * d_model**2 * n_layers)
+
+
+def test_step_counts_match_the_model():
+    model = pytest.importorskip("crossover.model")
+    for workload in ("forward", "train"):
+        flops, nbytes = A.step_counts(96, 7, 5, workload)
+        assert flops == model.step_flops(96, 7, 5, workload)
+        assert nbytes == model.step_bytes(96, 7, 5, workload=workload)
+
+
+def test_fit_recovers_roofline_parameters():
+    fit = A.fit_series(synthetic("roofline", CPU, noise=0.05), ["roofline"], axes=(), n_boot=40)
+    table = fit.parameters().set_index("param")
+    for name, true in CPU.items():
+        row = table.loc[name]
+        assert row.value / A.PARAMS[name].scale == pytest.approx(true, rel=0.3 if name == "step_s" else 0.1)
+        assert row.low <= row.value <= row.high
+    assert table.loc["layer_s", "unit"] == "µs" and table.loc["flops_per_s", "unit"] == "GFLOP/s"
+    assert table.loc["bytes_per_s", "unit"] == "GB/s"
+
+
+def test_fit_recovers_cache_bandwidths_and_cv_prefers_the_cache_model():
+    truth = dict(CPU, cache_bytes_per_s=200e9, dram_bytes_per_s=10e9, cache_bytes=16e6)
+    truth.pop("bytes_per_s")
+    fit = A.fit_series(synthetic("roofline+cache", truth, noise=0.03), ["roofline", "roofline+cache"],
+                       axes=("d_model",), n_boot=0)
+    assert fit.model == "roofline+cache"
+    params = dict(zip(A.MODELS[fit.model], fit.params))
+    assert params["dram_bytes_per_s"] == pytest.approx(10e9, rel=0.15)
+    assert params["layer_s"] == pytest.approx(15e-6, rel=0.15)
+    cv = fit.cv.set_index("model")
+    assert cv.loc["roofline+cache", "mape_pct"] < 5 < cv.loc["roofline", "mape_pct"]
+    assert cv.loc["roofline+cache", "within_10_pct"] >= 95
+
+
+def test_model_names_compose_refinements():
+    assert A.model_parameters("roofline+ramp+overlap") == (
+        "step_s", "layer_s", "flops_per_s", "small_bytes_per_s", "large_bytes_per_s", "ramp_bytes", "smooth_p")
+    for bad in ("roofline+nope", "affine+cache", "roofline+cache+cache", "nonsense"):
+        with pytest.raises(A.AnalysisError):
+            A.model_parameters(bad)
+    params = dict(CPU, act_bytes_per_s=1e12, smooth_p=1.0)
+    # p = 1: compute, weight traffic and activation traffic (at their own bandwidth) add up
+    per_layer = 2 * 16 * 64**2 / 100e9 + 64**2 * 4 / 20e9 + 7 * 16 * 64 * 4 / 1e12
+    expected = CPU["step_s"] + 8 * (CPU["layer_s"] + per_layer)
+    assert A.model_latency_s("roofline+split+overlap", params, 64, 8, 16) == pytest.approx(expected, rel=1e-3)
+
+
+@pytest.mark.parametrize("axis", A.AXES)
+def test_grouped_cv_splits_never_train_on_the_held_out_value(axis):
+    frame = synthetic("roofline", CPU)
+    splits = A.cv_splits(frame, axis)
+    assert splits
+    held = set()
+    for value, train, test in splits:
+        assert value not in set(frame[axis].iloc[train])
+        assert set(frame[axis].iloc[test]) == {value}
+        assert len(train) + len(test) == len(frame)
+        held.add(value)
+    # every value is held out once, except an anchor carrying more than half of the points
+    anchors = {v for v, n in frame[axis].value_counts().items() if n > len(frame) / 2}
+    assert held == set(frame[axis]) - anchors
+    everything = A.cv_splits(frame, axis, max_held_out_fraction=1.0)
+    assert {v for v, _, _ in everything} == set(frame[axis])
+
+
+def test_cross_validate_reports_held_out_predictions():
+    predictions = A.cross_validate(synthetic("roofline", CPU, noise=0.02), "roofline", ("n_layers",))
+    assert set(predictions["axis"]) == {"n_layers"}
+    assert (predictions["rel_error"].abs() < 0.1).mean() > 0.95
+    assert predictions.loc[predictions["held_out"] == 512, "extrapolated"].all()
+
+
+def test_crossover_lands_on_the_analytic_root(two_devices):
+    cpu, gpu, cpu_true, gpu_true = two_devices
+    truth = affine_root_batch(cpu_true, gpu_true)
+    c = A.crossover(cpu, gpu, "batch_size", d_model=128, n_layers=128)
+    assert c.x == pytest.approx(truth, rel=0.1)
+    assert c.low <= truth <= c.high and c.low <= c.x <= c.high
+    assert c.never_fraction == 0
+    assert (c.winner_below, c.winner_above, c.winner) == (cpu.label, gpu.label, None)
+    # the solver is exact on the fitted curves
+    fitted = [dict(zip(A.MODELS["affine"], f.params)) for f in (cpu, gpu)]
+    assert c.x == pytest.approx(affine_root_batch(*fitted), rel=1e-6)
+    # the measured points cross near the same place
+    assert len(c.empirical) == 1 and c.empirical[0] == pytest.approx(truth, rel=0.25)
+
+
+def test_crossover_along_d_model(two_devices):
+    cpu, gpu, *_ = two_devices
+    c = A.crossover(cpu, gpu, "d_model", n_layers=128, batch_size=4, x_range=(16, 4096))
+    fitted = [dict(zip(A.MODELS["affine"], f.params)) for f in (cpu, gpu)]
+    d_root = np.sqrt(affine_root_batch(*fitted, d_model=1) / 4)
+    assert c.x == pytest.approx(d_root, rel=1e-6) and c.low <= c.x <= c.high
+
+
+def test_never_crossing_is_reported(two_devices):
+    cpu, _, cpu_true, _ = two_devices
+    slower = A.fit_series(synthetic("affine", {k: v * (2 if k == "step_s" else 0.5) for k, v in cpu_true.items()},
+                                    device="cuda", seed=3), ["affine"], axes=(), n_boot=30, label="slow")
+    c = A.crossover(cpu, slower, "batch_size")
+    assert c.x is None and c.roots == [] and c.low is None and c.high is None
+    assert c.winner == cpu.label and c.winner_below is None
+    assert c.never_fraction == 1.0 and c.empirical == []
+
+
+def test_frontier_matches_the_analytic_crossover(two_devices):
+    cpu, gpu, *_ = two_devices
+    fitted = [dict(zip(A.MODELS["affine"], f.params)) for f in (cpu, gpu)]
+    d_models = [8, 64, 128, 256, 8192]  # the CPU wins up to batch 4096 at d=8; the GPU everywhere at 8192
+    frontier = A.crossover_frontier(cpu, gpu, d_models, n_layers=128, batch_range=(1, 4096))
+    for row in frontier.itertuples():
+        root = affine_root_batch(*fitted, d_model=row.d_model)
+        if 1 <= root <= 4096:
+            assert row.batch_size == pytest.approx(root, rel=1e-6)
+            assert row.low <= row.batch_size <= row.high
+        else:
+            assert row.batch_size is None or np.isnan(row.batch_size)
+            assert row.winner == (cpu.label if root > 4096 else gpu.label)
+    assert set(frontier["winner"].dropna()) == {cpu.label, gpu.label}
+    assert list(frontier["params"]) == [128 * d * d for d in d_models]
+
+
+def test_cost_per_million_samples_and_cost_crossover(two_devices):
+    assert A.cost_per_million_samples(0.01, 10, 3.6) == pytest.approx(1.0)
+    assert np.allclose(A.cost_per_million_samples([0.01, 0.02], [10, 10], 3.6), [1.0, 2.0])
+    cpu, gpu, *_ = two_devices
+    fitted = [dict(zip(A.MODELS["affine"], f.params)) for f in (cpu, gpu)]
+    c = A.cost_crossover(cpu, gpu, 0.5, 4.0)
+    assert c.x == pytest.approx(affine_root_batch(*fitted, prices=(0.5, 4.0)), rel=1e-6)
+    at = dict(d_model=128, n_layers=128, batch_size=c.x)
+    costs = [A.cost_per_million_samples(f.latency_s(**at), c.x, p) for f, p in ((cpu, 0.5), (gpu, 4.0))]
+    assert costs[0] == pytest.approx(costs[1], rel=1e-6)
+    with pytest.raises(A.AnalysisError):
+        A.cost_crossover(cpu, gpu, 0, 1)
+
+
+def test_predict_names_the_winner_and_the_crossover(two_devices):
+    cpu, gpu, cpu_true, gpu_true = two_devices
+    fits = {cpu.label: cpu, gpu.label: gpu}
+    result = A.predict(fits, 128, 128, 4)
+    by_device = {item["device"]: item for item in result["devices"]}
+    assert set(by_device) == {"cpu", "cuda"}
+    for item, true in ((by_device["cpu"], cpu_true), (by_device["cuda"], gpu_true)):
+        expected = A.model_latency_s("affine", true, 128, 128, 4)
+        assert item["latency_s"] == pytest.approx(expected, rel=0.05)
+        assert item["latency_low_s"] <= item["latency_s"] <= item["latency_high_s"]
+    assert result["winner"] == cpu.label
+    assert result["speedup"] == pytest.approx(by_device["cuda"]["latency_s"] / by_device["cpu"]["latency_s"])
+    assert result["crossover"]["batch_size"] == pytest.approx(A.crossover(cpu, gpu).x)
+    with pytest.raises(A.AnalysisError):
+        A.predict(fits, 128, 128, 4, dtype="bfloat16")
+
+
+# ------------------------------------------------------------------------------------------- CLI
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory):
+    """A tiny results directory: an affine CPU and GPU of one synthetic machine."""
+    directory = tmp_path_factory.mktemp("results") / "synth"
+    writer = ResultsWriter(directory, "run1", {"machine": "synth"})
+    for frame in (synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=4),
+                  synthetic("affine", dict(step_s=2e-3, flops_per_s=10e12), device="cuda", seed=5)):
+        for row in frame.to_dict("records"):
+            row.update(status="ok", threads_requested=0, round=0, raw_times_s=raw_times_to_text(row["raw_times_s"]))
+            writer.append(row)
+    return directory
+
+
+def run(capsys, *args):
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_fit_json(capsys, results_dir):
+    status, out, err = run(capsys, "fit", "--results", results_dir, "--models", "affine,roofline",
+                           "--n-boot", 20, "--json", "--quiet")
+    assert status == 0, err
+    data = json.loads(out)
+    series = {s["device"]: s for s in data["series"]}
+    assert set(series) == {"cpu", "cuda"}
+    cpu = series["cpu"]
+    params = {p["param"]: p for p in cpu["parameters"]}
+    assert params["step_s"]["unit"] == "µs" and params["step_s"]["low"] <= params["step_s"]["value"]
+    assert {a["axis"] for a in cpu["accuracy"]} == set(A.AXES)
+    assert all(0 <= a["within_10_pct"] <= 100 for a in cpu["accuracy"])
+
+
+def test_cli_fit_text(capsys, results_dir):
+    status, out, err = run(capsys, "fit", "--results", results_dir, "--models", "affine", "--n-boot", 10)
+    assert status == 0, err
+    assert "synth/cpu" in out and "GFLOP/s" in out and "MAPE" in out
+
+
+def test_cli_predict_json(capsys, results_dir):
+    status, out, err = run(capsys, "predict", "--d-model", 320, "--n-layers", 24, "--batch-size", 12,
+                           "--results", results_dir, "--models", "affine", "--n-boot", 20, "--json")
+    assert status == 0, err
+    data = json.loads(out)
+    devices = {item["device"]: item for item in data["devices"]}
+    assert set(devices) == {"cpu", "cuda"}
+    for item in devices.values():
+        assert item["latency_s"] > 0 and item["latency_low_s"] <= item["latency_s"] <= item["latency_high_s"]
+        assert item["prediction_low_s"] < item["latency_s"] < item["prediction_high_s"]
+    assert data["winner"] and data["speedup"] >= 1
+    crossing = data["crossover"]
+    assert crossing["low"] <= crossing["batch_size"] <= crossing["high"]
+    status, out, err = run(capsys, "predict", "--d-model", 320, "--n-layers", 24, "--batch-size", 12,
+                           "--results", results_dir, "--models", "affine", "--n-boot", 5)
+    assert status == 0 and "winner" in out and "crossover at batch size" in out
+
+
+SIZES = ["--d-model", 8, "--n-layers", 2, "--batch-size", 1]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["predict", "--d-model", 0, "--n-layers", 2, "--batch-size", 1], "positive integer"),
+    (["predict", *SIZES, "--results", "/nonexistent/x"], "does not exist"),
+    (["fit", "--models", "nonsense"], "unknown models"),
+    (["predict", *SIZES, "--dtype", "float16"], "no measured points"),
+])
+def test_cli_errors_are_one_line(capsys, results_dir, args, fragment):
+    if "--results" not in args:
+        args += ["--results", results_dir]
+    status, out, err = run(capsys, *args)
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crossover") and fragment in lines[0]
