@@ -1,5 +1,6 @@
 # crossover: set-up, the main job, the tests.
-#   make demo   set up, then: environment, one measurement, the quick suite on this machine
+#   make demo   set up, then: environment, one measurement, the quick suite on this machine (~1 min),
+#               a fit of it, and a prediction from the shipped reference data
 #   make test   set up, then the test suite
 # On a CPU-only machine the CPU build of torch is installed first, so nothing pulls a multi-GB CUDA
 # build. On a CUDA machine: make TORCH_SPEC='torch' (or keep the torch you have: make TORCH_SPEC=).
@@ -15,7 +16,6 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet "$(TORCH_SPEC)"; fi
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
@@ -24,6 +24,8 @@ demo: setup
 	$(BIN)/crossover env
 	$(BIN)/crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
+	$(BIN)/crossover fit --results $(OUT) --n-boot 50
+	$(BIN)/crossover predict --d-model 320 --n-layers 24 --batch-size 12 --n-boot 50
 
 quick: setup
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume

@@ -214,9 +214,9 @@ def _cmd_sweep(args) -> int:
             c = point.config
             cap = suite.cap_reason(c)
             print(f"{point.sweep:14s} {c.device:4s} d={c.d_model:<5d} L={c.n_layers:<5d} B={c.batch_size:<5d} "
-                  f"{c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} threads={c.threads}"
+                  f"{c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} threads={c.threads} rounds={point.rounds}"
                   + (f"  [skip: {cap}]" if cap else ""))
-        print(f"{len(points)} points" + (f" × {suite.rounds} rounds" if suite.rounds > 1 else ""))
+        print(f"{len(points)} points, {sum(p.rounds for p in points)} measurements in all (rounds included)")
         return 0
     summary = run_suite(
         suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet

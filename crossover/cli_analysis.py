@@ -47,10 +47,15 @@ def _fit(args, frame):
     if args.n_boot < 0:
         raise AnalysisError(f"--n-boot must be 0 or more, got {args.n_boot}")
     progress = None
-    if not args.quiet and sys.stderr.isatty():
-        from tqdm import tqdm
+    if not args.quiet:
+        from .sweep import Progress
 
-        progress = lambda items: tqdm(items, desc="fitting series", unit="series", leave=False)  # noqa: E731
+        def progress(items):
+            bar = Progress(len(items))
+            for key, label in items:
+                yield key, label
+                bar.update(f"fitted {label}")
+
     return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress)
 
 

@@ -377,7 +377,8 @@ def measure(
             compile_s = time.perf_counter() - first_start
             if config.mode == "cudagraph":
                 compile_s += setup_s
-        timing = time_step(step, options, regime=config.regime, sync=sync, event_factory=event_factory)
+        timing = time_step(step, options, regime=config.regime, sync=sync, event_factory=event_factory,
+                           synchronous=config.device == "cpu")
         counts = profile_counts(step, config.device) if profile else {}
     return Measurement(
         config=config,

@@ -32,6 +32,7 @@ A suite file looks like this (see ``experiments/suites/`` for real ones)::
 
     [[sweep]]
     name = "fixed_params"
+    rounds = 1                        # overrides [options] rounds for this sweep
     total_params = 2147483648         # d_model = sqrt(total_params / n_layers), must be exact
     n_layers = [128, 512, 2048]
 
@@ -71,14 +72,16 @@ class Sweep:
     axes: dict
     total_params: Optional[int] = None
     devices: Optional[tuple] = None  # restricts the suite's devices for this sweep
+    rounds: Optional[int] = None  # overrides the suite's rounds (e.g. 1 for minute-long points)
 
 
 @dataclass(frozen=True)
 class PlannedPoint:
-    """A point of the plan: the sweep that asked for it, and its config."""
+    """A point of the plan: the sweep that asked for it, its config, and its number of rounds."""
 
     sweep: str
     config: Config
+    rounds: int = 1
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class Suite:
                 for config in _expand(sweep, self.defaults, device):
                     if config not in seen:
                         seen.add(config)
-                        planned.append(PlannedPoint(sweep.name, config))
+                        planned.append(PlannedPoint(sweep.name, config, sweep.rounds or self.rounds))
         return planned
 
     def cap_reason(self, config: Config) -> Optional[str]:
@@ -234,7 +237,7 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
                 fail(f"sweep {sweep_name!r}: devices {list(sweep_devices)} must be among the suite's {list(devices)}")
         axes = {}
         for key, value in raw.items():
-            if key in ("name", "total_params", "devices"):
+            if key in ("name", "total_params", "devices", "rounds"):
                 continue
             if key not in SWEEP_AXES:
                 fail(f"sweep {sweep_name!r}: unknown axis {key!r}; expected some of {list(SWEEP_AXES)}")
@@ -249,7 +252,10 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
                 fail(f"sweep {sweep_name!r}: total_params sets d_model; do not give d_model too")
             if "n_layers" not in axes:
                 fail(f"sweep {sweep_name!r}: total_params needs an n_layers list")
-        sweeps.append(Sweep(sweep_name, axes, total_params, sweep_devices))
+        sweep_rounds = raw.get("rounds")
+        if sweep_rounds is not None and (isinstance(sweep_rounds, bool) or not isinstance(sweep_rounds, int) or sweep_rounds < 1):
+            fail(f"sweep {sweep_name!r}: rounds must be a positive integer")
+        sweeps.append(Sweep(sweep_name, axes, total_params, sweep_devices, sweep_rounds))
 
     suite = Suite(
         name=name,

@@ -107,8 +107,9 @@ def skipped_row(config: Config, reason: str, **context) -> dict:
     return row
 
 
-def plan_rounds(points: list, rounds: int) -> list:
-    """``(round, point)`` pairs: round 0 in suite order, later rounds each in a seeded shuffled order.
+def plan_rounds(points: list) -> list:
+    """``(round, point)`` pairs: round 0 in suite order, later rounds each in a seeded shuffled order
+    of the points that ask for that many rounds.
 
     Several rounds minutes apart, in different orders, turn a slow spell of a shared machine into
     one bad round of a few points (which the median over rounds rejects) instead of a run of
@@ -117,8 +118,8 @@ def plan_rounds(points: list, rounds: int) -> list:
     import random
 
     plan = [(0, point) for point in points]
-    for round_index in range(1, rounds):
-        order = list(points)
+    for round_index in range(1, max((p.rounds for p in points), default=1)):
+        order = [point for point in points if point.rounds > round_index]
         random.Random(round_index).shuffle(order)
         plan.extend((round_index, point) for point in order)
     return plan
@@ -203,7 +204,7 @@ def run_suite(
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     writer = ResultsWriter(out_dir, run_id, env)
 
-    plan = plan_rounds(suite.points(devices), suite.rounds)
+    plan = plan_rounds(suite.points(devices))
     done = writer.existing_keys()
     summary = SweepSummary(planned=len(plan))
     todo = []
@@ -222,7 +223,7 @@ def run_suite(
         config = point.config
         context = dict(run_id=run_id, suite=suite.name, sweep=point.sweep, machine=machine, round_index=round_index)
         label = (
-            (f"round {round_index + 1}/{suite.rounds} " if suite.rounds > 1 else "") + f"{config.device} d={config.d_model} L={config.n_layers} B={config.batch_size} "
+            (f"round {round_index + 1}/{point.rounds} " if point.rounds > 1 else "") + f"{config.device} d={config.d_model} L={config.n_layers} B={config.batch_size} "
             f"{config.workload} {config.mode} {config.dtype}"
         )
         reason = suite.cap_reason(config)

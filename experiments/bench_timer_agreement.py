@@ -33,8 +33,8 @@ CONFIGS = [  # (d_model, n_layers, batch_size): µs-scale to tens-of-ms-scale st
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per config (default 5)")
-    parser.add_argument("--run-time-s", type=float, default=0.5, help="time budget per tool per round")
+    parser.add_argument("--rounds", type=int, default=40, help="interleaved rounds per config (default 40)")
+    parser.add_argument("--run-time-s", type=float, default=0.1, help="time budget per tool per round (default 0.1)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_timer_agreement: error: CUDA is not available", file=sys.stderr)
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         step = make_step(Config(d_model=d_model, n_layers=n_layers, batch_size=batch_size, device=args.device))
 
         def ours():
-            return time_step(step, options, sync=sync).median_s
+            return time_step(step, options, sync=sync, synchronous=args.device == "cpu").median_s
 
         def theirs():
             timer = benchmark.Timer(

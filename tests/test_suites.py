@@ -97,3 +97,11 @@ def test_malformed_toml_and_missing_file(tmp_path):
         load_suite(bad)
     with pytest.raises(SuiteError, match="does not exist"):
         load_suite(tmp_path / "missing.toml")
+
+
+def test_rounds_per_suite_and_per_sweep():
+    suite = parse_suite(minimal(options={"rounds": 3}, sweep=[{"name": "a", "batch_size": [1, 2]},
+                                                            {"name": "b", "rounds": 1, "batch_size": [4]}]))
+    assert [p.rounds for p in suite.points()] == [3, 3, 1]
+    with pytest.raises(SuiteError, match="rounds"):
+        parse_suite(minimal(options={"rounds": 0}))

@@ -121,3 +121,11 @@ def test_invalid_options_and_regime():
         TimerOptions(min_run_time_s=3, max_run_time_s=1)
     with pytest.raises(ValueError):
         time_step(lambda: None, regime="fast")
+
+
+def test_synchronous_steps_are_timed_in_blocks_in_the_latency_regime():
+    clock = FakeClock([1e-4])
+    options = TimerOptions(warmup_s=0, min_warmup_calls=2, min_repeats=3, max_repeats=3, min_block_s=1e-3)
+    timing = time_step(clock.step, options, clock=clock, synchronous=True)
+    assert timing.calls_per_repeat == 10 and timing.regime == "latency"
+    assert timing.median_s == pytest.approx(1e-4)
