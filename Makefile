@@ -3,7 +3,9 @@
 #               a fit of it, and a prediction from the shipped reference data
 #   make test   set up, then the test suite
 # On a CPU-only machine the CPU build of torch is installed first, so nothing pulls a multi-GB CUDA
-# build. On a CUDA machine: make TORCH_SPEC='torch' (or keep the torch you have: make TORCH_SPEC=).
+# build (this machine's pip finds torch 2.13.0+cpu on its disk; elsewhere add the CPU index:
+# make TORCH_SPEC='torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu').
+# On a CUDA machine: make TORCH_SPEC='torch' (or keep the torch you have: make TORCH_SPEC=).
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
@@ -16,7 +18,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet "$(TORCH_SPEC)"; fi
+	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet $(TORCH_SPEC); fi
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -34,4 +36,4 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) .pytest_cache  # results/ holds measurements: remove it by hand

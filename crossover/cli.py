@@ -164,8 +164,10 @@ def _cmd_measure(args) -> int:
     )
     print(f"achieved {summary['flops'] / summary['median_s'] / 1e9:.3g} GFLOP/s")
     if not math.isnan(summary["device_median_s"]):
-        print(f"device time {summary['device_median_s'] * 1e3:.4g} ms "
-              f"(busy {summary['device_median_s'] / summary['median_s']:.0%} of wall time)")
+        print(f"CUDA-event span {summary['device_median_s'] * 1e3:.4g} ms")
+    if not math.isnan(summary["device_busy_s"]):
+        print(f"kernel time {summary['device_busy_s'] * 1e3:.4g} ms per step: GPU busy "
+              f"{summary['device_busy_s'] / summary['median_s']:.0%} of the wall time")
     if not math.isnan(summary["compile_s"]):
         print(f"compile/capture {summary['compile_s']:.3g} s (not in the latency)")
     if not math.isnan(summary["ops_per_step"]):
@@ -300,6 +302,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CrossoverError as exc:
         print(f"crossover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RuntimeError as exc:  # torch failures: out of memory, capture or compile errors
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"crossover: error: {type(exc).__name__}: {first_line}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
         return 130

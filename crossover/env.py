@@ -63,13 +63,23 @@ def available_memory_bytes(device: str) -> int:
     if device == "cuda":
         free_bytes, _total = torch.cuda.mem_get_info()
         return int(free_bytes)
+    available = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+                available = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    if available is None:
+        available = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    try:  # a container's cgroup (v2) limit binds before the machine's memory does
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        if limit != "max":
+            available = min(available, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return available
 
 
 def _git_commit() -> str:

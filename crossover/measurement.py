@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
@@ -86,6 +87,10 @@ class Config:
                 raise ConfigError("dtype 'tf32' is a CUDA matmul mode; use float32 on the CPU")
             if self.transfer != "device":
                 raise ConfigError(f"transfer {self.transfer!r} needs device 'cuda'; on the CPU use 'device'")
+        if self.mode == "cudagraph" and self.transfer == "pageable":
+            raise ConfigError(
+                "mode 'cudagraph' cannot capture a copy from pageable memory; use transfer 'pinned' or 'device'"
+            )
 
     @property
     def params(self) -> int:
@@ -117,11 +122,11 @@ class Measurement:
     config: Config
     timing: Timing
     threads_used: int
-    compile_s: float = math.nan  # wall time of the first (compiling or capturing) call
+    compile_s: float = math.nan  # compile: the first (compiling) call; cudagraph: warm-up and capture
     setup_s: float = math.nan  # building the model and inputs
     ops_per_step: float = math.nan  # top-level torch operators dispatched per step (profiler)
     kernels_per_step: float = math.nan  # device kernels launched per step (profiler, CUDA)
-    device_busy_s: float = math.nan  # device kernel time per step (profiler, CUDA)
+    device_busy_s: float = math.nan  # summed kernel time per step (profiler, CUDA): busy = this / median_s
     device_name: str = ""
     warnings: tuple = field(default=())
 
@@ -187,15 +192,15 @@ def check_fits(config: Config, available_bytes: Optional[int] = None) -> None:
 
 def _check_device_supports(config: Config) -> str:
     """Check the device and dtype exist here; return the device's name."""
-    if config.device == "cuda":
-        if not cuda_available():
-            raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
-        return torch.cuda.get_device_name(0)
+    if config.device == "cuda" and not cuda_available():
+        raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
     try:
         a = torch.ones(4, 4, dtype=_TORCH_DTYPE[config.dtype], device=config.device)
         (a @ a).sum().item()
-    except RuntimeError as exc:  # pragma: no cover - depends on the build
+    except RuntimeError as exc:  # pragma: no cover - depends on the build and the device
         raise ConfigError(f"dtype {config.dtype} is not supported on {config.device}: {exc}") from None
+    if config.device == "cuda":
+        return torch.cuda.get_device_name(0)
     from .env import cpu_model_name
 
     return cpu_model_name()
@@ -210,6 +215,22 @@ def _matmul_precision(dtype: str):
         yield
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+@contextlib.contextmanager
+def _cold_inductor_caches():
+    """Inductor's FX-graph and autotuning caches off, where this torch has the switch."""
+    try:
+        from torch._inductor import config as inductor_config
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    if hasattr(inductor_config, "force_disable_caches"):
+        with inductor_config.patch(force_disable_caches=True), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*force disabled.*")  # says what we asked for
+            yield
+    else:  # pragma: no cover - older torch
+        yield
 
 
 @contextlib.contextmanager
@@ -249,7 +270,14 @@ def make_step(config: Config) -> Callable[[], object]:
     if config.workload == "forward":
         model.requires_grad_(False)
         model.eval()
-    runner = torch.compile(model) if config.mode == "compile" else model
+    if config.mode == "compile":
+        # A fresh compile for every config: without the reset, Dynamo reuses the code it compiled for
+        # an earlier model of the same structure (and after two batch sizes compiles a dynamic-shape
+        # graph), so compile time and even the compiled code would depend on the sweep's order.
+        torch._dynamo.reset()
+        runner = torch.compile(model, dynamic=False)
+    else:
+        runner = model
     optimizer = (
         torch.optim.SGD(model.parameters(), lr=1e-6) if config.workload == "train" else None
     )
@@ -270,7 +298,8 @@ def make_step(config: Config) -> Callable[[], object]:
         return step
 
     # CUDA graphs: warm up on a side stream, capture one whole step, replay it.
-    # Transfers inside the graph copy from a static host buffer.
+    # A pinned-transfer step copies from its static pinned host buffer inside the graph.
+    capture_start = time.perf_counter()
     if optimizer is not None:
         for parameter in model.parameters():
             parameter.grad = torch.zeros_like(parameter)
@@ -288,7 +317,9 @@ def make_step(config: Config) -> Callable[[], object]:
         graph.replay()
         return static_output
 
+    torch.cuda.synchronize()
     replay.model = model
+    replay.capture_s = time.perf_counter() - capture_start  # warm-up and capture, not the model build
     return replay
 
 
@@ -301,7 +332,7 @@ def profile_counts(step: Callable[[], object], device: str, n_steps: int = 3) ->
         ``ops_per_step``: top-level profiler events per step: the calls the host dispatches (``aten::``
         operators, autograd nodes, optimizer calls, a compiled region counts once, a CUDA graph replay
         as one call);
-        ``kernels_per_step``: device kernels per step (CUDA only, else NaN);
+        ``kernels_per_step``: device kernels per step, copies and memsets excluded (CUDA only, else NaN);
         ``device_busy_s``: summed kernel time per step in seconds (CUDA only, else NaN).
     """
     from torch.profiler import ProfilerActivity, profile
@@ -316,10 +347,17 @@ def profile_counts(step: Callable[[], object], device: str, n_steps: int = 3) ->
         if device == "cuda":
             torch.cuda.synchronize()
     events = prof.events()
-    cpu_ops = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU and e.cpu_parent is None]
+    cpu_ops = [
+        e for e in events
+        if e.device_type == torch.autograd.DeviceType.CPU and e.cpu_parent is None
+        and "Synchronize" not in e.name  # our own synchronisation, not part of the step
+    ]
     counts = {"ops_per_step": len(cpu_ops) / n_steps, "kernels_per_step": math.nan, "device_busy_s": math.nan}
     if device == "cuda":
-        kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = [
+            e for e in events
+            if e.device_type == torch.autograd.DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))
+        ]
         counts["kernels_per_step"] = len(kernels) / n_steps
         counts["device_busy_s"] = sum(e.device_time for e in kernels) / 1e6 / n_steps  # µs → s
     return counts
@@ -368,15 +406,16 @@ def measure(
         sync()
         setup_s = time.perf_counter() - setup_start
         compile_s = math.nan
-        if config.mode != "eager":
-            # The first call compiles (torch.compile); for CUDA graphs capture happened in make_step
-            # and this first replay is timed alone. Either way it is kept out of the latency.
+        if config.mode == "compile":
+            # The first call compiles, with Inductor's on-disk caches off so that it is a cold compile
+            # whatever ran before; kept out of the latency.
             first_start = time.perf_counter()
-            step()
+            with _cold_inductor_caches():
+                step()
             sync()
             compile_s = time.perf_counter() - first_start
-            if config.mode == "cudagraph":
-                compile_s += setup_s
+        elif config.mode == "cudagraph":
+            compile_s = step.capture_s  # warm-up and capture in make_step; kept out of the latency
         timing = time_step(step, options, regime=config.regime, sync=sync, event_factory=event_factory,
                            synchronous=config.device == "cpu")
         counts = profile_counts(step, config.device) if profile else {}

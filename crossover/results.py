@@ -85,7 +85,7 @@ COLUMN_TYPES = {
     "regime": str,
     "threads_requested": int,
     "round": int,  # which pass over the suite (suites can measure every point in several rounds)
-    "threads": "optional int",  # threads actually used (empty when skipped before running)
+    "threads": "optional int",  # threads used; for a skipped point, the threads requested
     "params": int,
     "flops": int,
     "bytes": int,
@@ -114,6 +114,8 @@ COLUMN_TYPES = {
 }
 COLUMNS = tuple(COLUMN_TYPES)
 STATUSES = ("ok", "skipped")
+#: Skip reasons that may not hold next time; ``--resume`` retries such points.
+TRANSIENT_SKIP_PREFIXES = ("failed:", "does not fit:")
 
 
 def point_key(row: dict) -> tuple:
@@ -174,11 +176,18 @@ class ResultsWriter:
                 handle.truncate(cut)
 
     def existing_keys(self) -> set:
-        """Keys of the points already in the file (measured or skipped)."""
+        """Keys of the points already done: measured, or skipped for a lasting reason.
+
+        Points skipped for a passing reason (a failure, or not enough free memory at that moment)
+        are not done: a resumed sweep tries them again.
+        """
         if not self.csv_path.exists():
             return set()
         frame = _read_csv(self.csv_path, quiet=True)
-        return {point_key(row) for row in frame.to_dict("records")}
+        return {
+            point_key(row) for row in frame.to_dict("records")
+            if row["status"] == "ok" or not row["reason"].startswith(TRANSIENT_SKIP_PREFIXES)
+        }
 
     def append(self, row: dict) -> None:
         """Write one row (missing columns are left empty) and make it durable."""
@@ -251,11 +260,10 @@ def _read_csv(csv_path: Path, quiet: bool = False) -> pd.DataFrame:
             warnings.warn(f"{csv_path}: ignored a truncated last line (an interrupted run?)", stacklevel=3)
     if not text.strip() or text.count("\n") < 2:
         return _empty_frame()
-    frame = pd.read_csv(
-        io.StringIO(text),
-        dtype={c: "string" for c in COLUMNS},
-        keep_default_na=False,
-    )
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype={c: "string" for c in COLUMNS}, keep_default_na=False)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ResultsError(f"{csv_path} is not a well-formed results CSV: {str(exc).strip()}") from None
     return _typed(frame, csv_path)
 
 

@@ -36,9 +36,9 @@ A suite file looks like this (see ``experiments/suites/`` for real ones)::
     total_params = 2147483648         # d_model = sqrt(total_params / n_layers), must be exact
     n_layers = [128, 512, 2048]
 
-Any :class:`crossover.measure.Config` field can be a default, a scalar in a sweep, or a list.
-A point whose combination does not exist on a device (``cudagraph`` or ``tf32`` on the CPU) is left
-out of that device's plan.
+Any :class:`crossover.measurement.Config` field can be a default, a scalar in a sweep, or a list.
+A point whose combination does not exist (``cudagraph`` or ``tf32`` on the CPU, a CUDA graph
+capturing a pageable copy) is left out of the plan.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ def _expand(sweep: Sweep, defaults: dict, device: str) -> list:
         settings = {**defaults, **dict(zip(axis_names, values)), "device": device}
         if sweep.total_params is not None:
             n_layers = settings["n_layers"]
+            if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers <= 0:
+                raise SuiteError(f"sweep {sweep.name!r}: n_layers must be a positive integer, got {n_layers!r}")
             d_model = math.isqrt(sweep.total_params // n_layers)
             if d_model * d_model * n_layers != sweep.total_params:
                 raise SuiteError(
@@ -149,8 +151,9 @@ def _expand(sweep: Sweep, defaults: dict, device: str) -> list:
 
 
 def _device_specific(exc: ConfigError) -> bool:
+    """Combinations that do not exist (on a device): left out of a product of axes, not an error."""
     text = str(exc)
-    return "needs device 'cuda'" in text or "CUDA matmul mode" in text
+    return "needs device 'cuda'" in text or "CUDA matmul mode" in text or "cannot capture" in text
 
 
 def _as_tuple(name: str, value) -> tuple:

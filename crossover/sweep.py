@@ -231,6 +231,8 @@ def run_suite(
             reason = f"threads={config.threads} is more than this machine's {usable_cores()} usable cores"
         if reason is None:
             try:
+                if config.device == "cuda":
+                    _free_device_memory("cuda")  # memory cached by earlier points counts as free
                 check_fits(config)
             except ConfigError as exc:
                 reason = f"does not fit: {exc}"

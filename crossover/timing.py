@@ -11,12 +11,15 @@ The timer knows nothing about models. It calls ``step()`` and measures it under 
 
 On a CPU ``sync`` is a no-op, every call is synchronous and the two regimes coincide: both time
 blocks of at least ``min_block_s`` (pass ``synchronous=True``). On CUDA, pass
-``sync=torch.cuda.synchronize`` and ``events=True`` to also record device time with CUDA events, so
-that GPU busy fraction = device time / wall time can be shown.
+``sync=torch.cuda.synchronize`` and an ``event_factory`` to also record the CUDA-event span of each
+repeat (from the first launch reaching the GPU to the last kernel's end). For a launch-bound step
+that span is close to the wall time even when the GPU idles between kernels; the busy time proper
+is the profiler's summed kernel time (:func:`crossover.measurement.profile_counts`).
 
 Repeats continue until the median's 95% distribution-free confidence interval is within
-``±target_rel_ci`` of the median (after at least ``min_repeats`` and ``min_run_time_s``), or the
-``max_run_time_s`` budget is spent. The raw per-repeat times are kept.
+``±target_rel_ci`` of the median (checked once there are ``min_repeats`` repeats and
+``min_run_time_s`` of timing), or the ``max_run_time_s`` budget is spent (after at least 3 repeats,
+so a step of seconds is not repeated ``min_repeats`` times). The raw per-repeat times are kept.
 """
 
 from __future__ import annotations
@@ -292,7 +295,7 @@ def time_step(
             f"noisy: IQR is {timing.rel_iqr:.0%} of the median; close other programs, "
             "pin threads, or raise max_run_time_s"
         )
-    if stop_reason != "converged":
+    if stop_reason != "converged" and timing.median_s > 0:
         low, high = timing.median_ci_s
         warnings.append(
             f"not converged ({stop_reason}): median CI ±{(high - low) / 2 / timing.median_s:.1%} "

@@ -105,6 +105,23 @@ def test_csv_with_other_columns_or_bad_values_is_refused(tmp_path):
         load_results(tmp_path)
 
 
+def test_unparseable_csv_is_a_results_error(tmp_path):
+    writer = ResultsWriter(tmp_path, "r1", {})
+    writer.append(row())
+    with open(tmp_path / "results.csv", "a") as handle:
+        handle.write('r1,"unterminated\n')
+    with pytest.raises(ResultsError):
+        load_results(tmp_path)
+
+
+def test_resume_retries_points_skipped_for_a_passing_reason(tmp_path):
+    writer = ResultsWriter(tmp_path, "r1", {})
+    writer.append(row(batch_size=1, status="skipped", reason="over the suite's cpu cap max_params=5"))
+    writer.append(row(batch_size=2, status="skipped", reason="failed: RuntimeError: out of memory"))
+    writer.append(row(batch_size=3, status="skipped", reason="does not fit: needs about 9 GiB"))
+    assert {key[4] for key in writer.existing_keys()} == {"1"}
+
+
 def test_unknown_column_in_a_row_is_refused(tmp_path):
     writer = ResultsWriter(tmp_path, "r1", {})
     with pytest.raises(ResultsError, match="unknown"):

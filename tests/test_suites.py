@@ -63,6 +63,18 @@ def test_cuda_only_combinations_are_left_out_on_the_cpu():
     assert pairs == {("cpu", "eager"), ("cuda", "eager"), ("cuda", "cudagraph")}
 
 
+def test_graphs_capturing_pageable_copies_are_left_out():
+    suite = parse_suite(minimal(devices=["cuda"], sweep=[{"name": "t", "mode": ["eager", "cudagraph"],
+                                                          "transfer": ["pageable", "pinned"]}]))
+    pairs = {(p.config.mode, p.config.transfer) for p in suite.points()}
+    assert pairs == {("eager", "pageable"), ("eager", "pinned"), ("cudagraph", "pinned")}
+
+
+def test_fixed_params_needs_positive_layers():
+    with pytest.raises(SuiteError, match="positive"):
+        parse_suite(minimal(sweep=[{"name": "f", "total_params": 2**31, "n_layers": [0]}]))
+
+
 def test_caps_give_a_reason():
     suite = parse_suite(minimal(limits={"max_params": {"cpu": 1000}}))
     assert "max_params" in suite.cap_reason(suite.points()[0].config)
