@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 OUT ?= results/local
 
-.PHONY: setup demo test quick clean
+.PHONY: setup demo test quick clean figures
 
 setup: $(VENV)/.installed
 
@@ -37,3 +37,6 @@ test: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache  # results/ holds measurements: remove it by hand
+
+figures: setup
+	$(BIN)/crossover figures --results experiments/results --out figures

@@ -33,13 +33,13 @@ class SweepSummary:
 class Progress:
     """A one-line progress bar on a terminal (or one line per point when not a terminal)."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr, enabled: bool = True):
+    def __init__(self, total: int, stream: Optional[TextIO] = None, enabled: bool = True):
         self.total = total
-        self.stream = stream
+        self.stream = stream or sys.stderr  # looked up now, not at import (it may be replaced)
         self.enabled = enabled and total > 0
         self.done = 0
         self.start = time.perf_counter()
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
 
     def update(self, text: str) -> None:
         self.done += 1
@@ -125,9 +125,10 @@ def plan_rounds(points: list) -> list:
     return plan
 
 
-def resolve_devices(suite: Suite, devices: Optional[tuple], stream: TextIO = sys.stderr) -> tuple:
+def resolve_devices(suite: Suite, devices: Optional[tuple], stream: Optional[TextIO] = None) -> tuple:
     """The devices to measure: ``devices`` checked against the suite and this machine, or by default
     the suite's, less ``cuda`` (with a message on ``stream``) where CUDA is absent."""
+    stream = stream or sys.stderr
     if devices is None:
         devices = suite.devices
         if "cuda" in devices and not cuda_available():
@@ -161,7 +162,7 @@ def run_suite(
     machine: Optional[str] = None,
     devices: Optional[tuple] = None,
     progress: bool = True,
-    stream: TextIO = sys.stderr,
+    stream: Optional[TextIO] = None,
     measure_fn: Callable[..., Measurement] = measure,
 ) -> SweepSummary:
     """Measure every point of ``suite`` and append the rows to ``out_dir``.
@@ -191,6 +192,7 @@ def run_suite(
     SweepSummary
     """
     start = time.perf_counter()
+    stream = stream or sys.stderr
     out_dir = Path(out_dir)
     if (out_dir / "results.csv").exists() and not resume:
         raise ResultsError(

@@ -33,8 +33,8 @@ CONFIGS = [  # (d_model, n_layers, batch_size): µs-scale to tens-of-ms-scale st
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--rounds", type=int, default=40, help="interleaved rounds per config (default 40)")
-    parser.add_argument("--run-time-s", type=float, default=0.1, help="time budget per tool per round (default 0.1)")
+    parser.add_argument("--rounds", type=int, default=100, help="interleaved rounds per config (default 100)")
+    parser.add_argument("--run-time-s", type=float, default=0.05, help="time budget per tool per round (default 0.05)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_timer_agreement: error: CUDA is not available", file=sys.stderr)
