@@ -253,12 +253,17 @@ def _series_key(row) -> tuple:
 
 
 def _raw_samples(frame: pd.DataFrame) -> list:
-    """Per point, its raw repeats (at least two values, so scipy can resample every point)."""
+    """Per point, its raw repeats (at least two values, so scipy can resample every point).
+
+    The repeats are rescaled so that their median is the point's ``median_s``: a point measured in
+    several rounds has ``median_s`` = the median of the rounds' medians, which is not the median of
+    its pooled repeats, and the bootstrap must resample around the estimate that was fitted.
+    """
     raw = frame["raw_times_s"] if "raw_times_s" in frame else [()] * len(frame)
     samples = []
     for values, median in zip(raw, frame["median_s"]):
         values = np.asarray(values if len(values) >= 2 else (median, median), dtype=float)
-        samples.append(values)
+        samples.append(values * (median / np.median(values)))
     return samples
 
 

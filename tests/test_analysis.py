@@ -282,3 +282,13 @@ def test_cli_errors_are_one_line(capsys, results_dir, args, fragment):
     assert status == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("crossover") and fragment in lines[0]
+
+
+def test_bootstrap_resamples_around_the_fitted_medians():
+    # Rounds: median_s is the median of round medians, not the median of the pooled repeats. Here the
+    # pooled repeats sit 30% above median_s; the parameter interval must still cover the fit.
+    frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=7)
+    frame["raw_times_s"] = [tuple(np.asarray(raw) * 1.3) for raw in frame["raw_times_s"]]
+    fit = A.fit_series(frame, ["affine"], axes=(), n_boot=40, seed=3)
+    table = fit.parameters()
+    assert ((table["low"] <= table["value"]) & (table["value"] <= table["high"])).all()
