@@ -318,6 +318,10 @@ def make_step(config: Config) -> Callable[[], object]:
         return static_output
 
     torch.cuda.synchronize()
+    # The graph reads and writes fixed addresses: the input, target and gradients must outlive it.
+    # Without this reference the closure's tensors are freed when make_step returns, their memory is
+    # reused by later allocations, and every replay after the first reads whatever was written there.
+    replay.step = step
     replay.model = model
     replay.capture_s = time.perf_counter() - capture_start  # warm-up and capture, not the model build
     return replay
