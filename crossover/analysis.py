@@ -26,10 +26,15 @@ forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`
 uses is chosen by grouped cross-validation (hold out all points sharing one value of ``d_model``,
 ``n_layers`` or ``batch_size``), not by in-sample fit.
 
-Parameter intervals come from a bootstrap over the raw repeats (each point's repeats are resampled
-with replacement, the median retaken, the model refitted), with :func:`scipy.stats.bootstrap`. They
-reflect the sampling noise within a run, not the drift between runs on a shared machine; the
-cross-validation error is the honest measure of how far a prediction may be off.
+Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
+(each point's measured time is replaced by the fitted time times a log residual drawn with
+replacement from all points' residuals, and the model refitted). The residuals hold everything the
+model does not explain: drift between runs and rounds on a shared machine as well as misfit, which
+on real machines is far larger than the noise within one measurement. ``bootstrap="repeats"``
+resamples each point's raw repeats instead (median retaken, model refitted): intervals that reflect
+only the noise within a run, and are much narrower. The cross-validation error remains the honest
+measure of how far a prediction for an unmeasured size may be off. A parameter whose estimate sits on
+its search bound (``at_bound`` in :meth:`SeriesFit.parameters`) is not identified by the data.
 """
 
 from __future__ import annotations
@@ -306,6 +311,7 @@ class SeriesFit:
     points: pd.DataFrame  # d_model, n_layers, batch_size, median_s of the fitted points
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
     cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / held-out prediction)
+    bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -337,7 +343,13 @@ class SeriesFit:
         return tuple(value * float(np.exp(np.percentile(self.cv_log_errors, q))) for q in (tail, 100 - tail))
 
     def parameters(self) -> pd.DataFrame:
-        """Parameters in display units with their bootstrap interval (percentile, ``level``)."""
+        """Parameters in display units with their bootstrap interval (percentile, ``level``).
+
+        ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
+        (see ``PARAMS``): the data do not pin that parameter down (e.g. a per-step overhead too
+        small to matter next to the rest, or a compute rate of a series whose points are all
+        launch-bound), and its value and interval mean nothing physical.
+        """
         rows = []
         for i, name in enumerate(model_parameters(self.model)):
             spec = PARAMS[name]
@@ -345,8 +357,10 @@ class SeriesFit:
             if self.draws is not None:
                 tail = 50 * (1 - self.level)
                 low, high = np.percentile(self.draws[:, i], [tail, 100 - tail]) * spec.scale
+            value = self.params[i]
+            at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(spec.hi / value)) < 0.05)
             rows.append(dict(series=self.label, model=self.model, param=name, label=spec.label,
-                             unit=spec.unit, value=self.params[i] * spec.scale, low=low, high=high))
+                             unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound))
         return pd.DataFrame(rows)
 
     def cv_score(self) -> float:
@@ -414,7 +428,7 @@ def _frame_features(frame):
 def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
                n_boot: int = 200, level: float = 0.95, seed=0, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
-               label: Optional[str] = None) -> SeriesFit:
+               label: Optional[str] = None, bootstrap: str = "residuals") -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     Parameters
@@ -426,7 +440,10 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         Candidates from :data:`MODELS`; the lowest mean grouped-CV MAPE over ``axes`` wins (with a
         single candidate, CV is still computed for the report; ``axes=()`` skips it).
     n_boot : int
-        Bootstrap resamples of the raw repeats (0: no intervals).
+        Bootstrap resamples (0: no intervals).
+    bootstrap : {"residuals", "repeats"}
+        What is resampled: the fit's log residuals across points (default; covers drift between
+        rounds and model misfit) or each point's raw repeats (only the noise within a measurement).
     level : float
         Confidence level of the percentile intervals.
     loss, f_scale
@@ -444,6 +461,8 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
         model_parameters(m)
+    if bootstrap not in ("residuals", "repeats"):
+        raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
     X, t = _frame_features(frame), frame["median_s"].to_numpy()
     predictions = [cross_validate(frame, m, axes, loss=loss, f_scale=f_scale,
                                   max_held_out_fraction=max_held_out_fraction) for m in models]
@@ -455,7 +474,18 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     chosen = predictions[list(models).index(model)]
     log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
     draws = None
-    if n_boot > 0:
+    if n_boot > 0 and bootstrap == "residuals":
+        fitted = _latency_s(model, theta, X)
+        residuals = np.log(t / fitted)
+        residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
+
+        def statistic(resampled):
+            return np.log(_fit_theta(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
+
+        result = stats.bootstrap((residuals,), statistic, n_resamples=n_boot, vectorized=False,
+                                 method="percentile", confidence_level=level, rng=np.random.default_rng(seed))
+        draws = np.exp(np.atleast_2d(result.bootstrap_distribution).T)
+    elif n_boot > 0:
         def statistic(*samples):
             medians = np.array([np.median(s) for s in samples])
             return np.log(_fit_theta(model, X, medians, [theta], loss, f_scale))
@@ -465,7 +495,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         draws = np.exp(np.atleast_2d(result.bootstrap_distribution).T)
     return SeriesFit(key=keys, label=label or f"{keys['machine']}/{keys['device']}", model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
-                     bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4),
+                     bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
                      points=frame[list(AXES) + ["median_s"]].reset_index(drop=True), cv=cv,
                      cv_log_errors=log_errors)
 
@@ -687,7 +717,8 @@ def cost_crossover(fit_a: SeriesFit, fit_b: SeriesFit, price_a_per_hour: float, 
 # ------------------------------------------------------------------------------------ predict
 def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_size: int, *,
             workload: str = "forward", mode: str = "eager", dtype: str = "float32",
-            regime: str = "latency", transfer: str = "device", batch_range: Optional[tuple] = None) -> dict:
+            regime: str = "latency", transfer: str = "device", batch_range: Optional[tuple] = None,
+            axis: str = "batch_size") -> dict:
     """Predicted latency of one configuration on every fitted device, the winner and the crossover.
 
     Per (machine, device), the matching series with the most points is used.
@@ -701,7 +732,10 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
         (outside the measured range); ``winner`` (series label), ``speedup`` (runner-up latency / winner
         latency), and ``crossover``: the batch size where the winner and the runner-up swap, with
-        interval (``None`` with fewer than two devices).
+        interval (``None`` with fewer than two devices). The crossover is along ``axis`` (default
+        ``batch_size``; ``d_model`` or ``n_layers`` hold the other two sizes at the given values),
+        searched over ``batch_range`` (any axis; default: the measured range); its value is ``at``
+        (and ``batch_size`` when that is the axis).
     """
     for name, value in dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size).items():
         if not value > 0:
@@ -732,9 +766,12 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
     if len(devices) > 1:
         result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
         fit_a, fit_b = fits[devices[0]["series"]], fits[devices[1]["series"]]
-        c = crossover(fit_a, fit_b, "batch_size", d_model=d_model, n_layers=n_layers, x_range=batch_range)
-        result["crossover"] = dict(between=[c.a, c.b], batch_size=c.x, low=c.low, high=c.high,
+        c = crossover(fit_a, fit_b, axis, d_model=d_model, n_layers=n_layers, batch_size=batch_size,
+                      x_range=batch_range)
+        result["crossover"] = dict(between=[c.a, c.b], axis=axis, at=c.x, low=c.low, high=c.high,
                                    never_fraction=c.never_fraction, winner_below=c.winner_below,
                                    winner_above=c.winner_above, winner_everywhere=c.winner,
-                                   batch_range=list(c.x_range), empirical=c.empirical)
+                                   range=list(c.x_range), empirical=c.empirical, fixed=c.fixed)
+        if axis == "batch_size":
+            result["crossover"].update(batch_size=c.x, batch_range=list(c.x_range))
     return result

@@ -27,6 +27,10 @@ def _common(p) -> None:
     p.add_argument("--models", help="comma-separated candidate models (default: all; grouped CV picks one)")
     p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for intervals (default 200)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap", choices=("residuals", "repeats"), default="residuals",
+                   help="what the bootstrap resamples: the fit's residuals across points (default; "
+                        "covers drift between rounds and model misfit) or each point's raw repeats "
+                        "(only the noise within one measurement, much narrower)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -56,7 +60,8 @@ def _fit(args, frame):
                 yield key, label
                 bar.update(f"fitted {label}")
 
-    return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress)
+    return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
+                       bootstrap=args.bootstrap)
 
 
 def _load(args, **filters):
@@ -121,11 +126,13 @@ def _print_series(fit) -> None:
     n_boot = 0 if fit.draws is None else len(fit.draws)
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
           f"{k['threads']} threads; {len(fit.points)} points)")
+    what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
-          "of the raw repeats)")
+          f"of {what})")
     for row in fit.parameters().itertuples():
+        flag = "  at its bound: not identified by these data" if row.at_bound else ""
         print(f"    {row.label:<46s} {_number(row.value):>10s} {row.unit:<8s} "
-              f"[{_number(row.low)}, {_number(row.high)}]")
+              f"[{_number(row.low)}, {_number(row.high)}]{flag}")
     if fit.cv.empty:
         print("  (no cross-validation folds)\n")
         return
@@ -166,6 +173,11 @@ def add_predict(sub) -> None:
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="default float32")
     p.add_argument("--regime", default="latency", choices=REGIMES, help="default latency")
     p.add_argument("--transfer", default="device", choices=TRANSFERS, help="default device")
+    p.add_argument("--along", choices=("batch_size", "d_model", "n_layers"), default="batch_size",
+                   help="the size along which to look for the crossover, the other two held at the given "
+                        "values (default batch_size)")
+    p.add_argument("--machine", help="only this machine's devices (e.g. a GPU against its own host CPU); "
+                                     "default: every machine in the results")
     _common(p)
     p.set_defaults(func=_cmd_predict)
 
@@ -175,8 +187,9 @@ def _cmd_predict(args) -> int:
 
     wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
                   transfer=args.transfer)
-    fits = _fit(args, _load(args, **wanted))
-    result = predict(fits, args.d_model, args.n_layers, args.batch_size, **wanted)
+    machine = {"machine": args.machine} if args.machine else {}
+    fits = _fit(args, _load(args, **machine, **wanted))
+    result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     if args.json:
         _print_json(result)
         return 0
@@ -195,12 +208,14 @@ def _cmd_predict(args) -> int:
         return 0
     print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['devices'][1]['series']}")
     c = result["crossover"]
-    low, high = c["batch_range"]
-    if c["batch_size"] is None:
-        print(f"no crossover for batch sizes {low:g}–{high:g}: {c['winner_everywhere']} is faster throughout "
-              f"(the curves cross in {1 - c['never_fraction']:.0%} of bootstrap resamples)")
+    low, high = c["range"]
+    axis = c["axis"].replace("_", " ")
+    held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items())
+    if c["at"] is None:
+        print(f"no crossover for {axis} {low:g}–{high:g} ({held}): {c['winner_everywhere']} is faster "
+              f"throughout (the curves cross in {1 - c['never_fraction']:.0%} of bootstrap resamples)")
     else:
-        print(f"crossover at batch size {c['batch_size']:.4g} [{_number(c['low'])}, {_number(c['high'])}]: "
+        print(f"crossover at {axis} {c['at']:.4g} [{_number(c['low'])}, {_number(c['high'])}] ({held}): "
               f"{c['winner_below']} below, {c['winner_above']} above "
               f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
     return 0

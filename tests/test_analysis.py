@@ -292,3 +292,58 @@ def test_bootstrap_resamples_around_the_fitted_medians():
     fit = A.fit_series(frame, ["affine"], axes=(), n_boot=40, seed=3)
     table = fit.parameters()
     assert ((table["low"] <= table["value"]) & (table["value"] <= table["high"])).all()
+
+
+def _drifted(frame, spread, seed):
+    """Each point's repeats moved together by a lognormal factor: drift between runs, which the
+    repeats of one measurement cannot see."""
+    rng = np.random.default_rng(seed)
+    frame = frame.copy()
+    factors = np.exp(spread * rng.standard_normal(len(frame)))
+    frame["raw_times_s"] = [tuple(np.asarray(raw) * f) for raw, f in zip(frame["raw_times_s"], factors)]
+    frame["median_s"] = frame["median_s"] * factors
+    return frame
+
+
+def test_residual_bootstrap_covers_drift_that_repeats_miss():
+    truth = dict(step_s=50e-6, flops_per_s=100e9)
+    frame = _drifted(synthetic("affine", truth, noise=0.005, seed=11), spread=0.2, seed=12)
+    by_residuals = A.fit_series(frame, ["affine"], axes=(), n_boot=200, seed=1).parameters().set_index("param")
+    by_repeats = A.fit_series(frame, ["affine"], axes=(), n_boot=200, seed=1,
+                              bootstrap="repeats").parameters().set_index("param")
+    for name in ("step_s", "flops_per_s"):
+        scale = A.PARAMS[name].scale
+        width = lambda t: np.log(t.loc[name, "high"] / t.loc[name, "low"])  # noqa: E731
+        assert width(by_residuals) > 3 * width(by_repeats)  # repeats see only the 0.5% noise
+        assert by_residuals.loc[name, "low"] <= truth[name] * scale <= by_residuals.loc[name, "high"]
+    with pytest.raises(A.AnalysisError, match="unknown bootstrap"):
+        A.fit_series(frame, ["affine"], axes=(), n_boot=5, bootstrap="cases")
+
+
+def test_parameters_flag_estimates_on_their_bound():
+    # A per-step overhead of 1 ps is far below the 1 ns the fit searches down to: not identified.
+    truth = dict(CPU, step_s=1e-12)
+    table = A.fit_series(synthetic("roofline", truth, noise=0.02), ["roofline"], axes=(),
+                         n_boot=0).parameters().set_index("param")
+    assert bool(table.loc["step_s", "at_bound"])
+    assert not table.drop(index="step_s")["at_bound"].any()
+
+
+def test_cli_predict_machine_filter(capsys, results_dir):
+    args = ["predict", *SIZES, "--results", results_dir, "--models", "affine", "--n-boot", 5]
+    status, out, err = run(capsys, *args, "--machine", "synth", "--json")
+    assert status == 0, err
+    assert {item["machine"] for item in json.loads(out)["devices"]} == {"synth"}
+    status, out, err = run(capsys, *args, "--machine", "elsewhere")
+    assert status == 2 and "machine=elsewhere" in err
+
+
+def test_predict_crossover_along_d_model(two_devices):
+    cpu, gpu, _, _ = two_devices
+    fits = {cpu.label: cpu, gpu.label: gpu}
+    result = A.predict(fits, 128, 128, 1, axis="d_model", batch_range=(16, 4096))
+    c = result["crossover"]
+    expected = A.crossover(cpu, gpu, "d_model", n_layers=128, batch_size=1, x_range=(16, 4096))
+    assert c["axis"] == "d_model" and c["fixed"] == {"n_layers": 128, "batch_size": 1}
+    assert (c["at"] is None and expected.x is None) or c["at"] == pytest.approx(expected.x)
+    assert "batch_size" not in c
