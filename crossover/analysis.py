@@ -312,6 +312,8 @@ class SeriesFit:
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
     cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / held-out prediction)
     bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
+    noise_floor_pct: float = np.nan  # mean |one round / median of rounds - 1| (%), points with >= 2 rounds
+    noise_floor_points: int = 0  # how many points that mean is over
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -464,6 +466,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     if bootstrap not in ("residuals", "repeats"):
         raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
     X, t = _frame_features(frame), frame["median_s"].to_numpy()
+    deviations = frame["round_deviation"].dropna() if "round_deviation" in frame else pd.Series(dtype=float)
     predictions = [cross_validate(frame, m, axes, loss=loss, f_scale=f_scale,
                                   max_held_out_fraction=max_held_out_fraction) for m in models]
     cv = _cv_summary(pd.concat(predictions + [pd.DataFrame()]))
@@ -496,6 +499,8 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     return SeriesFit(key=keys, label=label or f"{keys['machine']}/{keys['device']}", model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
+                     noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
+                     noise_floor_points=len(deviations),
                      points=frame[list(AXES) + ["median_s"]].reset_index(drop=True), cv=cv,
                      cv_log_errors=log_errors)
 

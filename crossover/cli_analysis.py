@@ -112,6 +112,8 @@ def _cmd_fit(args) -> int:
 def _series_json(fit) -> dict:
     return dict(series=fit.label, **{k: v for k, v in fit.key.items()}, model=fit.model,
                 n_points=len(fit.points), n_boot=0 if fit.draws is None else len(fit.draws),
+                noise_floor_pct=None if not math.isfinite(fit.noise_floor_pct) else fit.noise_floor_pct,
+                noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap,
                 level=fit.level, cv_mape_pct=fit.cv_score(),
                 parameters=fit.parameters().drop(columns=["series", "model"]).to_dict("records"),
                 accuracy=fit.cv.to_dict("records"))
@@ -147,6 +149,10 @@ def _print_series(fit) -> None:
                          f"{row.mape_pct.iloc[0]:.1f}% / {row.within_10_pct.iloc[0]:.0f}% ({row.n_folds.iloc[0]})")
         mark = "*" if model == fit.model else " "
         print(f"  {mark} {model:<24s}" + "".join(f"{c:>22s}" for c in cells))
+    if fit.noise_floor_points:
+        print(f"  noise floor: one round's median lies {fit.noise_floor_pct:.1f}% from the median of its rounds "
+              f"(mean over {fit.noise_floor_points} points measured in 2+ rounds); a model's held-out MAPE "
+              "cannot be judged below it")
     print()
 
 

@@ -397,13 +397,16 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     machine hits one round of a point rather than a run of neighbouring points. The combined row
     takes the median over rounds of each statistic (``median_s`` is the median of the rounds'
     medians), the minimum ``min_s``, the summed ``n_repeats``, the pooled ``raw_times_s``, and adds
-    ``n_rounds`` and ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
-    drifted between rounds). Skipped rows are kept once.
+    ``n_rounds``, ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
+    drifted between rounds) and ``round_deviation`` (mean of ``|round median / median_s - 1|``: how
+    far one round's measurement typically lies from the combined one, the noise floor a latency
+    model's error is judged against). Skipped rows are kept once.
     """
     if frame.empty:
         out = frame.drop(columns=["round"]).copy()
         out["n_rounds"] = pd.Series(dtype="int64")
         out["round_spread"] = pd.Series(dtype="float64")
+        out["round_deviation"] = pd.Series(dtype="float64")
         return out
     key = [c for c in KEY_COLUMNS if c != "round"] + ["results_dir"]
     rows = []
@@ -412,7 +415,7 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first.pop("round")
         ok = group[group["status"] == "ok"]
         if ok.empty:
-            first.update(n_rounds=0, round_spread=np.nan)
+            first.update(n_rounds=0, round_spread=np.nan, round_deviation=np.nan)
             rows.append(first)
             continue
         first = ok.iloc[0].to_dict()
@@ -426,9 +429,11 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first["n_rounds"] = len(ok)
         medians = ok["median_s"]
         first["round_spread"] = float(medians.max() / medians.min() - 1) if len(ok) > 1 else 0.0
+        first["round_deviation"] = (float(np.mean(np.abs(medians / first["median_s"] - 1)))
+                                    if len(ok) > 1 else np.nan)
         first["warnings"] = "; ".join(sorted({w for w in ok["warnings"] if w}))
         rows.append(first)
-    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"] + ["n_rounds", "round_spread"])
+    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"] + ["n_rounds", "round_spread", "round_deviation"])
     for column, kind in COLUMN_TYPES.items():
         if column in combined and kind is int:
             combined[column] = combined[column].astype("int64")

@@ -347,3 +347,14 @@ def test_predict_crossover_along_d_model(two_devices):
     assert c["axis"] == "d_model" and c["fixed"] == {"n_layers": 128, "batch_size": 1}
     assert (c["at"] is None and expected.x is None) or c["at"] == pytest.approx(expected.x)
     assert "batch_size" not in c
+
+
+def test_fit_reports_the_noise_floor_of_points_measured_in_rounds():
+    frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=8)
+    frame["round_deviation"] = np.nan
+    frame.loc[:9, "round_deviation"] = 0.1
+    frame.loc[10:19, "round_deviation"] = 0.3
+    fit = A.fit_series(frame, ["affine"], axes=(), n_boot=0)
+    assert fit.noise_floor_pct == pytest.approx(20.0) and fit.noise_floor_points == 20
+    assert np.isnan(A.fit_series(frame.drop(columns="round_deviation"), ["affine"], axes=(),
+                                 n_boot=0).noise_floor_pct)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from crossover.measurement import Config, ConfigError, measure
@@ -136,3 +137,5 @@ def test_rounds_measure_every_point_again_in_a_shuffled_order(tmp_path):
     assert row["median_s"] == pytest.approx(one["median_s"].median())
     assert len(row["raw_times_s"]) == one["n_repeats"].sum() == row["n_repeats"]
     assert row["round_spread"] == pytest.approx(one["median_s"].max() / one["median_s"].min() - 1)
+    medians = one["median_s"].to_numpy()
+    assert row["round_deviation"] == pytest.approx(np.mean(np.abs(medians / np.median(medians) - 1)))
