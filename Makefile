@@ -1,7 +1,10 @@
 # crossover: set-up, the main job, the tests.
 #   make demo   set up, then: environment, one measurement, the quick suite on this machine (~1 min),
-#               a fit of it, and a prediction from the shipped reference data
+#               a fit of it, a prediction and every figure from the shipped reference data
 #   make test   set up, then the test suite
+#   make figures    every figure from the shipped results into figures/ (~50 s, no GPU)
+#   make paper      figures, then paper/generated/numbers.tex, then paper/paper.pdf (needs latexmk)
+#   make notebook   run experiments/explore.ipynb top to bottom (into build/, the original untouched)
 # On a CPU-only machine the CPU build of torch is installed first, so nothing pulls a multi-GB CUDA
 # build (this machine's pip finds torch 2.13.0+cpu on its disk; elsewhere add the CPU index:
 # make TORCH_SPEC='torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu').
@@ -12,7 +15,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 OUT ?= results/local
 
-.PHONY: setup demo test quick clean figures
+.PHONY: setup demo test quick clean figures paper paper-numbers latex-check notebook
 
 setup: $(VENV)/.installed
 
@@ -28,6 +31,7 @@ demo: setup
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
 	$(BIN)/crossover fit --results $(OUT) --n-boot 50
 	$(BIN)/crossover predict --d-model 320 --n-layers 24 --batch-size 12 --n-boot 50
+	$(BIN)/crossover figures --results experiments/results --out $(OUT)/figures
 
 quick: setup
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
@@ -36,7 +40,30 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache  # results/ holds measurements: remove it by hand
+	rm -rf $(VENV) .pytest_cache build paper/generated  # results/ holds measurements: remove it by hand
+	cd paper && rm -f paper.aux paper.log paper.out paper.fls paper.fdb_latexmk paper.pdf
 
 figures: setup
 	$(BIN)/crossover figures --results experiments/results --out figures
+
+# The paper: every figure, every number (macros computed from the results), then the PDF.
+LATEX_PACKAGES := latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended
+PAPER_NBOOT ?= 100
+
+latex-check:
+	@command -v latexmk >/dev/null 2>&1 || { echo "make paper needs LaTeX: apt-get install $(LATEX_PACKAGES)"; exit 1; }
+
+paper-numbers: setup
+	$(BIN)/python -m crossover.paper_numbers --results experiments/results --out paper/generated/numbers.tex \
+		--n-boot $(PAPER_NBOOT)
+
+paper: latex-check figures paper-numbers
+	cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error -quiet paper.tex
+	@echo "wrote paper/paper.pdf"
+
+# The exploratory notebook, executed top to bottom in a copy (build/explore.ipynb): fails on any error.
+notebook: setup
+	@mkdir -p build
+	$(BIN)/python -c "import nbformat, nbclient; nb = nbformat.read('experiments/explore.ipynb', as_version=4); \
+		nbclient.NotebookClient(nb, timeout=300, kernel_name='python3', resources={'metadata': {'path': 'experiments'}}).execute(); \
+		nbformat.write(nb, 'build/explore.ipynb'); print('ran experiments/explore.ipynb -> build/explore.ipynb')"

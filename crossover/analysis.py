@@ -53,7 +53,7 @@ from .errors import CrossoverError
 __all__ = [
     "AnalysisError", "SERIES_KEYS", "AXES", "MODELS", "model_parameters", "step_counts", "model_latency_s",
     "SeriesFit", "Fits", "Crossover",
-    "fit_series", "fit_results", "cv_splits", "cross_validate", "crossover", "empirical_crossover",
+    "fit_series", "fit_results", "cv_splits", "cross_validate", "crossover", "empirical_crossover", "curve_crossings",
     "crossover_frontier", "cost_per_million_samples", "cost_crossover", "predict",
 ]
 
@@ -676,14 +676,24 @@ def empirical_crossover(points_a: pd.DataFrame, points_b: pd.DataFrame, axis: st
         for name, value in fixed.items():
             mask &= points[name].to_numpy() == value
         curves.append(points[mask].groupby(axis)["median_s"].median() * price)
-    joined = pd.concat(curves, axis=1, join="inner").sort_index()
-    u, r = np.log(joined.index.to_numpy(float)), np.log(joined.iloc[:, 0] / joined.iloc[:, 1]).to_numpy()
+    return curve_crossings(*curves)
+
+
+def curve_crossings(first: pd.Series, second: pd.Series) -> list:
+    """Where two measured curves (Series indexed by the swept size) cross: the values of the index
+    where ``first / second`` changes sign in log, interpolated linearly in log-log between adjacent
+    values both curves hold (an exact tie counts as a crossing)."""
+    joined = pd.concat([first, second], axis=1, join="inner").dropna().sort_index()
+    u = np.log(joined.index.to_numpy(float))
+    r = np.log(joined.iloc[:, 0].to_numpy(float) / joined.iloc[:, 1].to_numpy(float))
     roots = []
     for i in range(len(r) - 1):
         if r[i] == 0:
             roots.append(float(np.exp(u[i])))
         elif r[i] * r[i + 1] < 0:
             roots.append(float(np.exp(u[i] - r[i] * (u[i + 1] - u[i]) / (r[i + 1] - r[i]))))
+    if len(r) and r[-1] == 0:
+        roots.append(float(np.exp(u[-1])))
     return roots
 
 

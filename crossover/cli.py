@@ -286,9 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Subcommands defined by other modules (analysis, figures) when they exist."""
     from .cli_analysis import add_fit, add_predict
+    from .diagram import add_diagram
     from .figures import add_figures
 
-    return [add_fit, add_predict, add_figures]
+    return [add_fit, add_predict, add_figures, add_diagram]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

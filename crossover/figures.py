@@ -2,7 +2,9 @@
 
 :func:`make_figures` is what ``crossover figures`` and ``make figures`` run: it loads the results
 (by default the reference data shipped in ``experiments/results``), fits the roofline+hockney
-latency model per series without bootstrap (fast), and draws with :mod:`crossover.plots`:
+latency model per series without bootstrap (fast), refits the host's CPU and GPU (below) with the
+model grouped cross-validation chooses and a bootstrap (as ``crossover predict`` does), and draws
+with :mod:`crossover.plots`:
 
 =======================  ===================================================================
 file                     what it shows
@@ -12,22 +14,30 @@ sweep_d_model            latency vs d_model (n_layers, batch fixed)
 sweep_n_layers           latency vs n_layers (d_model, batch fixed)
 sweep_fixed_params       latency vs d_model at a fixed parameter count (n_layers = P / d²)
 throughput               achieved FLOP/s vs FLOPs per step against each device's measured peak
-speedup_map              CPU/GPU speed-up over d_model x batch size with the fitted frontier
-overhead                 time per layer vs n_layers, per execution mode
-forward_vs_train         forward pass vs training step latency
-dtype                    float32 vs lower-precision latency
-accuracy_<device>        held-out predicted vs measured latency (grouped CV), ±10% band
+speedup_map              the host's CPU/GPU speed-up over d_model x batch size (every eager
+                         float32 forward point at that depth) with the fitted frontier
+speedup_params           the same speed-up at every point measured on both, over parameters x batch
+overhead                 time per layer (µs) vs n_layers per execution mode, a panel per device
+best_mode                latency vs batch per device and mode: eager-vs-eager and fastest-mode
+                         crossovers
+forward_vs_train         forward pass vs training step latency, a panel per device
+dtype                    float32 vs lower-precision latency, a panel per device
+accuracy_<series>        held-out predicted vs measured latency (grouped CV), ±10% band
+diagram                  the model drawn by torchview (left out, with a note, without it)
 =======================  ===================================================================
 
-A figure whose rows are absent is left out (and named in the log); figures that compare with a GPU
-draw the CPU alone and say "no GPU data yet" when the results hold none. Each run of a device is
-drawn from one results directory (the one with the most points of that machine and device), so
-repeated runs are not mixed on one line.
+The *host* is the machine whose CPU and GPU were both measured. Every sweep draws all machines'
+lines, but the crossover marked (with its bootstrap interval) is always the host's own CPU against
+its own GPU. A figure whose rows are absent is left out (and named in the log); figures that compare
+with a GPU draw the CPU alone and say "no GPU data yet" when the results hold none. Each run of a
+device is drawn from one results directory (the one with the most points of that machine and
+device), so repeated runs are not mixed on one line.
 """
 
 from __future__ import annotations
 
 import time
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
@@ -38,6 +48,8 @@ __all__ = ["make_figures", "add_figures", "FIT_MODEL", "FORMATS"]
 
 #: The latency model overlaid on the sweeps (one candidate, no bootstrap: seconds, not minutes).
 FIT_MODEL = "roofline+hockney"
+#: Bootstrap resamples of the host's CPU and GPU fits (the crossover intervals drawn).
+N_BOOT = 100
 #: File formats written per figure.
 FORMATS = ("png", "pdf")
 SOURCE = "crossover.figures.make_figures"
@@ -85,6 +97,59 @@ def _mode(values) -> float:
     return pd.Series(values).value_counts().idxmax()
 
 
+def _host(base: pd.DataFrame) -> Optional[str]:
+    """The machine whose CPU and GPU were both measured (the one with most such rows), or None."""
+    devices = base.assign(gpu=base["device"].astype(str).str.startswith("cuda"))
+    both = devices.groupby("machine")["gpu"].agg(["any", "all", "size"])
+    both = both[both["any"] & ~both["all"]]
+    return None if both.empty else str(both["size"].idxmax())
+
+
+def _fixed_params_crossover(fit_a, fit_b, params: float, batch_size: float, x_range: tuple, n_grid: int = 128):
+    """The crossover along d_model at a fixed parameter count (n_layers = params / d_model²), solved
+    on the fitted models like :func:`crossover.analysis.crossover`, with the bootstrap interval."""
+    import numpy as np
+    from scipy import optimize
+
+    from . import analysis as A
+
+    lo, hi = map(float, x_range)
+    grid = np.linspace(np.log(lo), np.log(hi), n_grid)
+
+    def ratio(u, theta_a=None, theta_b=None):
+        d = np.exp(u)
+        return (np.log(fit_a.latency_s(d, params / d**2, batch_size, theta=theta_a))
+                - np.log(fit_b.latency_s(d, params / d**2, batch_size, theta=theta_b)))
+
+    def roots(values, theta_a=None, theta_b=None):
+        signs = values > 0
+        return [float(np.exp(optimize.brentq(ratio, grid[i], grid[i + 1], args=(theta_a, theta_b))))
+                for i in np.flatnonzero(signs[:-1] != signs[1:])]
+
+    values = ratio(grid)
+    found = roots(values)
+    x = found[0] if found else None
+    low = high = None
+    never = np.nan
+    if fit_a.draws is not None and fit_b.draws is not None:
+        n = min(len(fit_a.draws), len(fit_b.draws))
+        picked = []
+        for r in range(n):
+            draw = roots(ratio(grid, fit_a.draws[r], fit_b.draws[r]), fit_a.draws[r], fit_b.draws[r])
+            if draw:
+                picked.append(min(draw, key=lambda v: abs(np.log(v / x))) if x else draw[0])
+        never = 1 - len(picked) / n
+        if picked and x is not None:
+            tail = 50 * (1 - min(fit_a.level, fit_b.level))
+            low, high = (float(v) for v in np.percentile(picked, [tail, 100 - tail]))
+    name = lambda v: fit_a.label if v < 0 else fit_b.label  # noqa: E731
+    return A.Crossover(axis="d_model", fixed=dict(params=params, batch_size=batch_size), a=fit_a.label,
+                       b=fit_b.label, x=x, roots=found, low=low, high=high, never_fraction=float(never),
+                       winner_below=name(values[0]) if found else None,
+                       winner_above=name(values[-1]) if found else None,
+                       winner=None if found else name(values[0]), x_range=(lo, hi), empirical=[])
+
+
 # ---------------------------------------------------------------------------------- drawing
 def _save(fig, out_dir: Path, name: str, formats: Sequence[str]) -> list:
     paths = []
@@ -96,7 +161,8 @@ def _save(fig, out_dir: Path, name: str, formats: Sequence[str]) -> list:
 
 
 def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Path], *,
-                 formats: Sequence[str] = FORMATS, log: Optional[Callable[[str], None]] = None) -> list:
+                 formats: Sequence[str] = FORMATS, log: Optional[Callable[[str], None]] = None,
+                 diagram: bool = True) -> list:
     """Draw every figure the results allow into ``out_dir`` (created if missing).
 
     Parameters
@@ -109,6 +175,8 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
         Matplotlib output formats (default PNG and PDF).
     log : callable, optional
         Called with one line per figure written or left out.
+    diagram : bool
+        Also draw the model diagram (left out, with a note, when torchview or graphviz is missing).
 
     Returns
     -------
@@ -125,47 +193,71 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     log = log or (lambda line: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    frame = load_results(results_dir)
+    frame = load_results(results_dir, raw=True)
     if frame.empty:
         raise A.AnalysisError(f"no measured points in {results_dir}")
     frame = _main_runs(frame)
-    multi = frame.groupby("device")["machine"].nunique().max() > 1
+    multi = frame["machine"].nunique() > 1
     hue = "series" if multi else "device"
     frame = frame.assign(series=frame["machine"] + "/" + frame["device"])
     base = _baseline(frame)
+    host = _host(base)
 
     fits = {}
     try:
-        all_fits = A.fit_results(frame, [FIT_MODEL], n_boot=0)
+        all_fits = A.fit_results(base, [FIT_MODEL], n_boot=0, axes=())
     except A.AnalysisError as exc:
         log(f"no fits: {exc}")
         all_fits = {}
-    threads = base.groupby("series")["threads"].first().to_dict()
     for fit in all_fits.values():
-        series = f"{fit.key['machine']}/{fit.key['device']}"
-        if all(fit.key[k] == v for k, v in BASELINE.items()) and series in threads \
-                and fit.key["threads"] == threads[series]:
-            fits[series] = fit
-    cpu = next((f for s, f in fits.items() if f.key["device"] == "cpu"), None)
-    gpu = next((f for s, f in fits.items() if str(f.key["device"]).startswith("cuda")), None)
+        fits[f"{fit.key['machine']}/{fit.key['device']}"] = fit
+    cpu = gpu = None
+    if host is not None:  # the host's CPU and GPU again, with bootstrap draws for the crossover intervals
+        pair = []
+        for i, device in enumerate(("cpu", "cuda")):
+            series = f"{host}/{device}"
+            rows = base[base["series"] == series]
+            if len(rows) >= 8:
+                # the model grouped CV chooses, as `crossover fit` and `crossover predict` use
+                # seeded by the label, as crossover.paper_numbers seeds it, so the paper quotes these draws
+                fits[series] = A.fit_series(rows, tuple(A.MODELS), n_boot=N_BOOT, seed=(0, zlib.crc32(series.encode())),
+                                            label=series)
+                pair.append(fits[series])
+        if len(pair) == 2:
+            cpu, gpu = pair
+    if cpu is not None:
+        chosen = sorted({cpu.model, gpu.model})
+        fit_legend = (f"dashed: fits ({', '.join(chosen)} chosen by CV on the host"
+                      + (f"; others {FIT_MODEL})" if len(fits) > 2 else ")"))
+    else:
+        fit_legend = f"{FIT_MODEL} fit (dashed, colour of its series)"
+    base = base.drop(columns=["raw_times_s"], errors="ignore")
+    frame = frame.drop(columns=["raw_times_s"], errors="ignore")
+    named = (lambda text: f"{host}: {text}") if host and multi else (lambda text: text)
 
     written = []
 
-    def figure(name: str, title: str, draw) -> None:
+    def figure(name: str, title: str, draw, *, ncols: int = 1, size=None, sharey: bool = False) -> None:
         with plots.style():
-            fig = Figure()
-            ax = fig.add_subplot()
-            draw(ax)
-            ax.set_title(title)
+            width, height = plots.RC["figure.figsize"]
+            fig = Figure(figsize=size or (width * (1 if ncols == 1 else 0.8 * ncols), height),
+                         layout="constrained" if ncols > 1 else None)
+            axes = [fig.add_subplot(1, ncols, 1)]
+            axes += [fig.add_subplot(1, ncols, i + 1, sharey=axes[0] if sharey else None) for i in range(1, ncols)]
+            draw(axes[0] if ncols == 1 else axes)
+            if ncols == 1:
+                axes[0].set_title(title)
+            else:
+                fig.suptitle(title, fontsize=plots.RC["axes.titlesize"])
             written.extend(_save(fig, out_dir, name, formats))
         log(f"wrote {name}")
 
     def overlay(rows):
-        return {f"{FIT_MODEL} fit ({fits[s].key['device'] if not multi else s})": fits[s]
-                for s in dict.fromkeys(rows["series"]) if s in fits}
+        return {f"{s} fit": fits[s] for s in dict.fromkeys(rows["series"]) if s in fits}
 
-    # -- the four sweeps
+    # -- the four sweeps: every machine's lines; the crossover of the host's own CPU and GPU
     sweeps = {"batch_size": "batch_size", "d_model": "d_model", "n_layers": "n_layers", "fixed_params": "d_model"}
+    markers = {}
     for sweep, x in sweeps.items():
         swept = base[base["sweep"] == sweep]
         if swept.empty:
@@ -173,7 +265,7 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             continue
         if sweep == "fixed_params":
             fixed = dict(params=_mode(swept["params"]), batch_size=_mode(swept["batch_size"]))
-            title = (f"Fixed parameter count n_layers·d_model² = {fixed['params']:.2g}, "
+            title = (f"Fixed parameter count n_layers·d_model² = {fixed['params']:.3g}, "
                      f"batch_size={fixed['batch_size']}")
         else:
             fixed = {a: _mode(swept[a]) for a in A.AXES if a != x}
@@ -183,50 +275,98 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             mask &= (base[column] == value).to_numpy()
         rows = base[mask]
         marker = None
-        if cpu is not None and gpu is not None and sweep != "fixed_params":
+        if cpu is not None and gpu is not None:
             try:
-                marker = A.crossover(cpu, gpu, x, **{k: float(v) for k, v in fixed.items()})
-            except A.AnalysisError as exc:
+                if sweep == "fixed_params":
+                    own = rows[rows["machine"] == host][x]
+                    marker = _fixed_params_crossover(cpu, gpu, float(fixed["params"]), float(fixed["batch_size"]),
+                                                     (float(own.min()), float(own.max())))
+                    mine = rows[rows["machine"] == host]
+                    marker.empirical = A.empirical_crossover(mine[mine["device"] == "cpu"],
+                                                             mine[mine["device"] == "cuda"], "d_model")
+                else:
+                    span = rows.loc[rows["machine"] == host, x]
+                    marker = A.crossover(cpu, gpu, x, **{k: float(v) for k, v in fixed.items()},
+                                         x_range=(float(span.min()), float(span.max())))
+            except (A.AnalysisError, ValueError) as exc:
                 log(f"no crossover on {sweep}: {exc}")
+        markers[sweep] = marker
         figure(f"sweep_{sweep}", title,
-               lambda ax: plots.sweep_plot(rows, x=x, hue=hue, fits=overlay(rows), crossover=marker, ax=ax))
+               lambda ax: plots.sweep_plot(rows, x=x, hue=hue, fits=overlay(rows), crossover=marker,
+                                           fit_legend=fit_legend,
+                                           legend="below" if multi else "best", ax=ax))
 
     # -- throughput against the measured peak
-    figure("throughput", "Achieved throughput vs work per step",
+    figure("throughput", "Achieved throughput vs work per step (forward, eager, float32)",
            lambda ax: plots.throughput_plot(base, hue=hue, ax=ax))
 
-    # -- speed-up map (CPU time / GPU time) with the fitted frontier
-    grid = base[base["sweep"] == "map"]
-    if grid.empty:
-        grid = base
-    n_layers = _mode(grid["n_layers"])
-    cells = base[(base["n_layers"] == n_layers)
-                 & base["d_model"].isin(grid["d_model"].unique())
-                 & base["batch_size"].isin(grid["batch_size"].unique())]
+    # -- speed-up maps of the host (CPU time / GPU time): d_model x batch with the fitted frontier,
+    #    and parameters x batch over every point measured on both
+    own = base[base["machine"] == host] if host else base
+    grid = own[own["sweep"] == "map"]
+    n_layers = _mode((grid if len(grid) else own)["n_layers"])
+    cells = own[own["n_layers"] == n_layers]
     frontier = None
     if cpu is not None and gpu is not None:
         try:
-            frontier = A.crossover_frontier(cpu, gpu, sorted(cells["d_model"].unique()), n_layers=float(n_layers),
+            d_models = np.geomspace(cells["d_model"].min(), cells["d_model"].max(), 25)
+            frontier = A.crossover_frontier(cpu, gpu, d_models, n_layers=float(n_layers),
                                             batch_range=(float(cells["batch_size"].min()),
                                                          float(cells["batch_size"].max())))
         except A.AnalysisError as exc:
             log(f"no frontier: {exc}")
-    figure("speedup_map", f"CPU/GPU speed-up, n_layers={n_layers}",
+    figure("speedup_map", named(f"CPU/GPU speed-up, n_layers={n_layers}"),
            lambda ax: plots.speedup_map(cells, x="d_model", y="batch_size", a="cpu", b="cuda",
-                                        frontier=frontier, ax=ax))
+                                        frontier=frontier, ax=ax), size=(5.0, 3.8))
+    figure("speedup_params", named("CPU/GPU speed-up over parameters × batch"),
+           lambda ax: plots.speedup_scatter(own, x="params", y="batch_size", a="cpu", b="cuda", ax=ax),
+           size=(5.0, 3.6))
 
-    # -- execution modes: time per layer
+    # -- execution modes: time per layer, one panel per device of the machine that measured them
     modes = _baseline(frame, mode=True)
     mode_rows = modes[modes["sweep"] == "mode"]
     if mode_rows.empty:
         log("left out overhead: no mode sweep")
     else:
+        counts = mode_rows["machine"].value_counts()
+        machine = host if host in counts.index else counts.idxmax()
+        mode_rows = mode_rows[mode_rows["machine"] == machine]
         d_model = _mode(mode_rows["d_model"])
-        rows = modes[(modes["d_model"] == d_model) & modes["batch_size"].isin(mode_rows["batch_size"].unique())]
-        figure("overhead", f"Per-layer time by execution mode (d_model={d_model})",
-               lambda ax: plots.overhead_plot(rows, ax=ax))
+        rows = modes[(modes["machine"] == machine) & (modes["d_model"] == d_model)
+                     & modes["batch_size"].isin(mode_rows["batch_size"].unique())]
+        devices = sorted(rows["device"].unique(), key=lambda d: (str(d).startswith("cuda"), str(d)))
 
-    # -- forward vs training step, float32 vs lower precision
+        def draw_modes(axes):
+            axes = axes if isinstance(axes, list) else [axes]
+            for ax, device in zip(axes, devices):
+                part = rows[rows["device"] == device]
+                plots.overhead_plot(part, gpu_note=host is None, legend="below", ax=ax)
+                threads = part["threads"].dropna()
+                ax.set_title(f"{device}" + (f" ({int(threads.iloc[0])} threads)"
+                                            if device == "cpu" and len(threads) else ""))
+            for ax in axes[1:]:
+                ax.set_ylabel("")
+
+        figure("overhead", (f"{machine}: " if multi else "") + f"per-layer time by execution mode (d_model={d_model})",
+               draw_modes, ncols=len(devices), sharey=True, size=(3.4 * len(devices), 3.6))
+
+    # -- each device in its fastest mode, against batch size (at the batch-size sweep's d_model, n_layers)
+    batch_sweep = own[own["sweep"] == "batch_size"] if host is not None else own.iloc[:0]
+    if batch_sweep.empty:
+        log("left out best_mode: no CPU and GPU batch-size sweep of one machine")
+    else:
+        d_model, depth = _mode(batch_sweep["d_model"]), _mode(batch_sweep["n_layers"])
+        at = modes[(modes["machine"] == host) & (modes["d_model"] == d_model) & (modes["n_layers"] == depth)]
+        if at["mode"].nunique() > 1:
+            eager = markers.get("batch_size")
+            figure("best_mode", named(f"each device eager and in its fastest mode\n(d_model={d_model}, "
+                                      f"n_layers={depth})"),
+                   lambda ax: plots.mode_crossover_plot(at, x="batch_size", a="cpu", b="cuda", crossover=eager,
+                                                        ax=ax), size=(4.4, 3.2))
+        else:
+            log("left out best_mode: one execution mode only")
+
+    # -- forward vs training step, float32 vs lower precision: one panel per device of one machine
     for name, column, sweep, title in (("forward_vs_train", "workload", "workload", "Forward pass vs training step"),
                                        ("dtype", "dtype", "dtype", "float32 vs lower precision")):
         candidates = _baseline(frame, **{column: True})
@@ -234,10 +374,26 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
         if swept.empty:
             log(f"left out {name}: no {sweep} sweep")
             continue
-        rows = _at(candidates, swept)
-        d_model = _mode(rows["d_model"])
-        figure(name, f"{title} (d_model={d_model})",
-               lambda ax: plots.comparison_plot(rows, by=column, x="batch_size", style="n_layers", ax=ax))
+        counts = swept["machine"].value_counts()
+        machine = host if host in counts.index else counts.idxmax()
+        swept = swept[swept["machine"] == machine]
+        rows = _at(candidates[candidates["machine"] == machine], swept)
+        devices = sorted(rows["device"].unique(), key=lambda d: (str(d).startswith("cuda"), str(d)))
+        varying = [c for c in ("n_layers", "d_model") if rows[c].nunique() > 1]
+        style = varying[0] if varying else None
+        fixed = [f"{c}={_mode(rows[c])}" for c in ("d_model", "n_layers") if c not in varying]
+
+        def draw_comparison(axes, rows=rows, devices=devices, column=column, style=style):
+            axes = axes if isinstance(axes, list) else [axes]
+            for ax, device in zip(axes, devices):
+                plots.comparison_plot(rows[rows["device"] == device], by=column, x="batch_size", style=style,
+                                      gpu_note=host is None, ax=ax)
+                ax.set_title(str(device))
+            for ax in axes[1:]:
+                ax.set_ylabel("")
+
+        figure(name, (f"{machine}: " if multi else "") + f"{title}" + (f" ({', '.join(fixed)})" if fixed else ""),
+               draw_comparison, ncols=len(devices), sharey=True, size=(3.4 * len(devices), 3.3))
 
     # -- accuracy of the fitted model on held-out points
     for series, fit in fits.items():
@@ -247,8 +403,18 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             log(f"left out accuracy for {series}: too few points to hold any out")
             continue
         figure(f"accuracy_{fit.key['device']}" if not multi else f"accuracy_{series.replace('/', '_')}",
-               f"Held-out accuracy of {fit.model} ({fit.key['device']})",
+               f"Held-out accuracy of {fit.model}\n{series if multi else fit.key['device']}",
                lambda ax: plots.accuracy_plot(predictions, hue="axis", ax=ax))
+
+    # -- the model diagram (optional: torchview and graphviz)
+    if diagram:
+        from .diagram import DiagramUnavailable, draw_diagram
+
+        try:
+            written.extend(draw_diagram(out_dir, formats=formats))
+            log("wrote diagram")
+        except DiagramUnavailable as exc:
+            log(f"left out diagram: {exc}")
     return written
 
 
@@ -260,10 +426,12 @@ def add_figures(sub) -> None:
     p = sub.add_parser(
         "figures",
         help="draw every figure the results allow (PNG and PDF)",
-        description="Draw every figure the results allow into --out: the four sweeps with the fitted "
-                    f"{FIT_MODEL} model, throughput, the CPU/GPU speed-up map, execution modes, forward vs "
-                    "train, dtypes and the held-out accuracy. Needs no GPU; figures that compare with a "
-                    "GPU say so when the results hold none.",
+        description="Draw every figure the results allow into --out: the four sweeps with fitted models "
+                    "(the GPU machine's CPU and GPU by the model grouped cross-validation chooses, with the "
+                    "crossover and its bootstrap interval, as `crossover predict` finds it; other series "
+                    f"{FIT_MODEL}), throughput, the CPU/GPU speed-up maps, execution modes, forward vs "
+                    "train, dtypes, the held-out accuracy and the model diagram. Needs no GPU; figures that "
+                    "compare with a GPU say so when the results hold none.",
     )
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
                    help="results directories (default: the shipped reference data)")

@@ -20,7 +20,8 @@ import pandas as pd
 
 __all__ = [
     "RC", "PALETTE", "NO_GPU_NOTE", "style", "sweep_plot", "throughput_plot", "speedup_map",
-    "overhead_plot", "accuracy_plot", "comparison_plot",
+    "overhead_plot", "accuracy_plot", "comparison_plot", "speedup_scatter", "mode_crossover_plot",
+    "crossover_label",
 ]
 
 #: Colour-blind-safe palette (seaborn's "colorblind", Okabe-Ito-like).
@@ -49,6 +50,8 @@ RC = {
 #: Written in the axes of a figure that would compare with a GPU when the data has none.
 NO_GPU_NOTE = "no GPU data yet"
 
+#: Execution modes in the order (and colours) every figure uses.
+MODES = ("eager", "compile", "cudagraph")
 #: Axis labels with units, by column.
 LABELS = {
     "median_s": "latency per step (s)",
@@ -106,6 +109,14 @@ def _has_gpu(data: pd.DataFrame) -> bool:
     return "device" in data and data["device"].astype(str).str.startswith("cuda").any()
 
 
+def _rate(flops_per_s: float) -> str:
+    """FLOP/s in readable units: ``138 GFLOP/s``, ``44.1 TFLOP/s``."""
+    for scale, unit in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s")):
+        if flops_per_s >= scale:
+            return f"{flops_per_s / scale:.3g} {unit}"
+    return f"{flops_per_s:.3g} FLOP/s"
+
+
 def _spans_decades(values) -> bool:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values) & (values > 0)]
@@ -146,10 +157,27 @@ def _log_ticks(ax, *, plain=(True, True)) -> None:
             axis.set_minor_formatter(NullFormatter())
 
 
+#: Legend placement below the axes (long series names never cover the data).
+BELOW = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+
+
+def _latency_axes(ax, data: pd.DataFrame, x: str) -> None:
+    """Latency against ``x``: log scales where the data span decades, labels with units, ticks."""
+    if _spans_decades(data[x]):
+        ax.set_xscale("log")
+    if _spans_decades(data["median_s"]):
+        ax.set_yscale("log")
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label("median_s"))
+    _log_ticks(ax)
+
+
 def _legend(ax, note: Optional[str] = None, **kwargs) -> None:
     """The legend, with ``note`` (e.g. :data:`NO_GPU_NOTE`) as its title so it never hides data;
-    without a legend the note goes in the axes."""
+    without a legend the note goes in the axes. ``loc="below"``: under the axes (:data:`BELOW`)."""
     handles, labels = ax.get_legend_handles_labels()
+    if kwargs.get("loc") == "below":
+        kwargs = {**BELOW, **{k: v for k, v in kwargs.items() if k != "loc"}}
     if handles:
         legend = ax.legend(title=note, **kwargs)
         if note:
@@ -180,8 +208,85 @@ def _fit_grid(data: pd.DataFrame, x: str, n: int = 200) -> dict:
     return sizes
 
 
+def _short(label) -> str:
+    """A series label without the bracketed key fields fit_results adds (``m/cpu [threads=16]``)."""
+    return str(label).split(" [")[0]
+
+
+def _num(value: float) -> str:
+    """A size for a legend: whole numbers from 100 on (``1030``, not ``1.03e+03``), else 3 digits."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def crossover_label(crossover, x: Optional[str] = None) -> str:
+    """Legend text of a crossover: the pair (the machine once when both sides share it), where the
+    curves meet with its bootstrap interval, and the other roots if any.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> crossover_label(NS(a="m/cpu", b="m/cuda", axis="batch_size", x=393.4, low=310, high=464, roots=[393.4]))
+    'm: cpu = cuda at batch_size 393 [310, 464]'
+    """
+    a, b = _short(crossover.a), _short(crossover.b)
+    (ma, _, da), (mb, _, db) = a.rpartition("/"), b.rpartition("/")
+    pair = f"{ma}: {da} = {db}" if ma and ma == mb else f"{a} = {b}"
+    text = f"{pair} at {x or crossover.axis} {_num(crossover.x)}"
+    if crossover.low is not None and crossover.high is not None:
+        text += f" [{_num(crossover.low)}, {_num(crossover.high)}]"
+    others = [r for r in (getattr(crossover, "roots", None) or []) if r != crossover.x]
+    if others:
+        text += " (also " + ", ".join(_num(r) for r in others) + ")"
+    measured = getattr(crossover, "empirical", None) or []
+    if measured:
+        text += "; measured points cross at " + ", ".join(_num(r) for r in measured)
+    return text
+
+
+def _never_label(crossover, x: str) -> str:
+    """Text for curves that do not meet in range: who is faster everywhere."""
+    winner = _short(crossover.winner or "?")
+    other = _short(crossover.b if crossover.winner == crossover.a else crossover.a)
+    (mw, _, dw), (mo, _, do) = winner.rpartition("/"), other.rpartition("/")
+    lo, hi = crossover.x_range
+    pair = f"{mw}: {dw} faster than {do}" if mw and mw == mo else f"{winner} faster than {other}"
+    return f"{pair}\nat every {x} in {lo:g}–{hi:g} (fit, no crossover)"
+
+
+def _crossovers(crossover) -> list:
+    """A Crossover, a sequence of them, or None -> list."""
+    if crossover is None:
+        return []
+    if isinstance(crossover, (list, tuple)):
+        return [c for c in crossover if c is not None]
+    return [crossover]
+
+
+def _mark_crossovers(ax, crossovers, x: str, *, styles=(":", "-."), prefix: str = "") -> list:
+    """Vertical line(s) at each crossover's roots with the bootstrap interval shaded; curves that never
+    meet get a note instead. Returns the notes."""
+    notes = []
+    for i, c in enumerate(crossovers):
+        if c.x is None:
+            if getattr(c, "winner", None):
+                notes.append(prefix + _never_label(c, x))
+            continue
+        style = styles[i % len(styles)]
+        label = crossover_label(c, x)
+        if prefix:  # the pair is named by the prefix: keep only where
+            label = prefix + label.split(": ", 1)[-1]
+        ax.axvline(c.x, color="0.15", linestyle=style, linewidth=1.1, label=label)
+        for root in (getattr(c, "roots", None) or []):
+            if root != c.x:
+                ax.axvline(root, color="0.15", linestyle=style, linewidth=1.1)
+        if c.low is not None and c.high is not None:
+            ax.axvspan(c.low, c.high, color="0.5", alpha=0.18, lw=0)
+    return notes
+
+
 def sweep_plot(data: pd.DataFrame, *, x: str, y: str = "median_s", hue: Optional[str] = "device",
-               fits: Optional[Mapping] = None, crossover=None, ax=None):
+               fits: Optional[Mapping] = None, crossover=None, fit_legend: Optional[str] = None,
+               legend: str = "best", ax=None):
     """Latency against the swept size: one line per ``hue`` value with its IQR band.
 
     Parameters
@@ -198,16 +303,23 @@ def sweep_plot(data: pd.DataFrame, *, x: str, y: str = "median_s", hue: Optional
     fits : mapping of str to crossover.analysis.SeriesFit, optional
         Fitted models to overlay (legend label -> fit), each as a dashed curve evaluated with
         :meth:`~crossover.analysis.SeriesFit.latency_s` along ``x`` with the other two sizes held at
-        the data's values (interpolated in log-log where they vary with ``x``).
-    crossover : crossover.analysis.Crossover, optional
-        Marked as a vertical line at ``crossover.x`` with its interval (``low``, ``high``) shaded.
-        Nothing is drawn when ``crossover.x`` is None.
+        the data's values (interpolated in log-log where they vary with ``x``). A fit whose series is a
+        ``hue`` line takes its colour and spans that line's range of ``x``.
+    crossover : crossover.analysis.Crossover or sequence of them, optional
+        Each marked as a vertical line at ``crossover.x`` (and its other roots) with its interval
+        (``low``, ``high``) shaded, labelled by :func:`crossover_label` (which pair, where, interval).
+        One whose ``x`` is None (the curves do not meet) is stated in the legend title instead.
+    fit_legend : str, optional
+        One legend entry (a grey dashed line with this text) for all fitted curves instead of one each.
+    legend : str
+        Legend location (``"below"``: under the axes, for long series names).
     ax : matplotlib.axes.Axes, optional
         Where to draw (default: the current axes).
 
     Returns
     -------
     matplotlib.axes.Axes
+        ``ax.lines``: the data lines (per ``hue``), the fitted curves, then the crossover lines.
 
     See Also
     --------
@@ -225,17 +337,18 @@ def sweep_plot(data: pd.DataFrame, *, x: str, y: str = "median_s", hue: Optional
         if band:
             ax.fill_between(line[x], line["q1_s"], line["q3_s"], color=colors[key], alpha=0.25, lw=0)
     fit_colors = _colors(len(groups) + len(fits or {}))[len(groups):]
+    members = dict(groups)
     for i, (label, fit) in enumerate((fits or {}).items()):
-        match = [k for k in colors if hue and k and str(k[0]) == str(fit.key.get(hue))]
+        name = fit.key.get(hue, _short(getattr(fit, "label", "")))
+        match = [k for k in colors if hue and k and str(k[0]) == str(name)]
         color = colors[match[0]] if match else fit_colors[i]
-        sizes = _fit_grid(data, x)
+        sizes = _fit_grid(members[match[0]] if match else data, x)
         values = fit.latency_s(sizes["d_model"], sizes["n_layers"], sizes["batch_size"])
-        ax.plot(sizes[x], values, linestyle="--", linewidth=1.0, color=color, label=label)
-    if crossover is not None and crossover.x is not None:
-        ax.axvline(crossover.x, color="0.2", linestyle=":", linewidth=1.0,
-                   label=f"crossover {x} = {crossover.x:.3g}")
-        if crossover.low is not None and crossover.high is not None:
-            ax.axvspan(crossover.low, crossover.high, color="0.5", alpha=0.15, lw=0)
+        ax.plot(sizes[x], values, linestyle="--", linewidth=1.0, color=color,
+                label=label if fit_legend is None else "_fit")
+    if fits and fit_legend:
+        ax.plot([], [], linestyle="--", linewidth=1.0, color="0.4", label=fit_legend)
+    notes = _mark_crossovers(ax, _crossovers(crossover), x)
     if _spans_decades(data[x]):
         ax.set_xscale("log")
     if _spans_decades(data[y]) or fits:
@@ -243,7 +356,9 @@ def sweep_plot(data: pd.DataFrame, *, x: str, y: str = "median_s", hue: Optional
     ax.set_xlabel(_label(x))
     ax.set_ylabel(_label(y))
     _log_ticks(ax)
-    _legend(ax, NO_GPU_NOTE if hue == "device" and not _has_gpu(data) else None, loc="best")
+    if hue == "device" and not _has_gpu(data):
+        notes.append(NO_GPU_NOTE)
+    _legend(ax, "\n".join(notes) or None, loc=legend)
     return ax
 
 
@@ -283,7 +398,7 @@ def throughput_plot(data: pd.DataFrame, *, peak_flops_per_s: Optional[Mapping] =
         peak = float(rate.max()) if measured else float(peak)
         peaks.append(peak)
         ax.axhline(peak, color=color, linestyle="--", linewidth=1.0,
-                   label=f"{name} {'measured ' if measured else ''}peak {peak / 1e9:.3g} GFLOP/s")
+                   label=f"{name} {'measured ' if measured else ''}peak {_rate(peak)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(_label("flops"))
@@ -293,15 +408,55 @@ def throughput_plot(data: pd.DataFrame, *, peak_flops_per_s: Optional[Mapping] =
         ax.set_ylim(low, 3 * max(peaks))
     _log_ticks(ax, plain=(False, False))
     _legend(ax, NO_GPU_NOTE if hue == "device" and not _has_gpu(data) else None,
-            loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+            loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1 if len(groups) > 2 else 2)
     return ax
 
 
 # ------------------------------------------------------------------------------- speed-up map
+def _edges(values) -> np.ndarray:
+    """Cell edges around sorted positive ``values`` on a log axis: geometric midpoints, the outer
+    cells as wide (in log) as their neighbour's half-gap (a factor 2 each way for one value)."""
+    u = np.log(np.asarray(values, float))
+    if len(u) == 1:
+        return np.exp(np.array([u[0] - np.log(2), u[0] + np.log(2)]))
+    middle = (u[:-1] + u[1:]) / 2
+    return np.exp(np.concatenate([[u[0] - (middle[0] - u[0])], middle, [u[-1] + (u[-1] - middle[-1])]]))
+
+
+def _ratio_norm(values):
+    from matplotlib.colors import LogNorm
+
+    values = np.asarray(values, float)
+    finite = values[np.isfinite(values) & (values > 0)]
+    top = float(np.exp(np.abs(np.log(finite)).max())) if len(finite) else 2.0
+    top = max(top, 1.5)
+    return LogNorm(1 / top, top), top
+
+
+def _missing_note(ax, data, a, b, hue, x, y) -> bool:
+    """Note and True when ``a`` or ``b`` has no rows (nothing else is drawn)."""
+    missing = [v for v in (a, b) if not (data[hue] == v).any()] if hue in data else [a, b]
+    if not missing:
+        return False
+    gpu = any(str(v).startswith("cuda") for v in missing)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    text = (f"{NO_GPU_NOTE}: " if gpu else "") + f"no {' or '.join(map(str, missing))} rows to compare"
+    if not missing == [a, b] and (data[hue] == a).any():
+        cells = data[data[hue] == a]
+        text += f"\n({a} measured at {cells[[x, y]].drop_duplicates().shape[0]} cells of this grid)"
+    _note(ax, text, loc="upper left")
+    return True
+
+
 def speedup_map(data: pd.DataFrame, *, x: str = "d_model", y: str = "batch_size", a: str = "cpu",
                 b: str = "cuda", frontier: Optional[pd.DataFrame] = None, hue: str = "device",
                 annotate: bool = True, ax=None):
     """Heatmap of the speed-up ``t_a / t_b`` over the ``x`` by ``y`` grid (above 1: ``b`` is faster).
+
+    Both axes are logarithmic in the sizes themselves: each cell is centred on its measured value and
+    reaches halfway (in log) to its neighbours, so a frontier is drawn in the cells' own coordinates.
 
     Parameters
     ----------
@@ -309,13 +464,14 @@ def speedup_map(data: pd.DataFrame, *, x: str = "d_model", y: str = "batch_size"
         Rows of both devices with ``x``, ``y``, ``median_s`` and ``hue``; several rows per cell and
         device are combined by their median. Cells measured on only one device stay blank.
     x, y : str
-        Grid columns (cells in measured order, labelled with their values).
+        Grid columns (every value measured on both devices gets a column/row, labelled with it).
     a, b : str
         Values of ``hue`` compared (default: CPU time over GPU time).
     frontier : pandas.DataFrame, optional
         A crossover frontier with columns ``x`` and ``y`` (e.g. from
-        :func:`crossover.analysis.crossover_frontier`), drawn as a line over the cells (positions
-        interpolated in log between the grid's values; rows with no ``y`` are left out).
+        :func:`crossover.analysis.crossover_frontier` on a fine grid of ``x``), drawn as a line in
+        data coordinates (rows with no ``y`` are left out), with its ``low``-``high`` interval shaded
+        where given.
     hue : str
         Column holding ``a`` and ``b``.
     annotate : bool
@@ -328,43 +484,41 @@ def speedup_map(data: pd.DataFrame, *, x: str = "d_model", y: str = "batch_size"
         With the mesh in ``ax.collections[0]`` (its array: the speed-ups, row = ``y``, column = ``x``).
         Without rows of ``a`` or ``b`` nothing is drawn but a note naming what is missing.
     """
-    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import FixedLocator, NullLocator
 
     ax = _axes(ax)
     ax.set_xlabel(_label(x))
     ax.set_ylabel(_label(y))
-    missing = [v for v in (a, b) if not (data[hue] == v).any()] if hue in data else [a, b]
-    if missing:
-        gpu = any(str(v).startswith("cuda") for v in missing)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.grid(False)
-        text = (f"{NO_GPU_NOTE}: " if gpu else "") + f"no {' or '.join(map(str, missing))} rows to compare"
-        if not missing == [a, b] and (data[hue] == a).any():
-            cells = data[data[hue] == a]
-            text += f"\n({a} measured at {cells[[x, y]].drop_duplicates().shape[0]} cells of this grid)"
-        _note(ax, text, loc="upper left")
+    if _missing_note(ax, data, a, b, hue, x, y):
         return ax
     times = {v: data[data[hue] == v].pivot_table(index=y, columns=x, values="median_s", aggfunc="median")
              for v in (a, b)}
     ratio = times[a] / times[b]
+    ratio = ratio.dropna(how="all").dropna(axis=1, how="all")
     ratio = ratio.reindex(index=sorted(ratio.index), columns=sorted(ratio.columns))
     values = ratio.to_numpy(float)
-    finite = values[np.isfinite(values) & (values > 0)]
-    top = float(np.exp(np.abs(np.log(finite)).max())) if len(finite) else 2.0
-    top = max(top, 1.5)
-    mesh = ax.pcolormesh(np.ma.masked_invalid(values), cmap="RdBu_r", norm=LogNorm(1 / top, top),
-                         edgecolors="white", linewidth=0.5)
+    norm, top = _ratio_norm(values)
     cols, rows = ratio.columns.to_numpy(float), ratio.index.to_numpy(float)
-    ax.set_xticks(np.arange(len(cols)) + 0.5, [f"{v:g}" for v in cols])
-    ax.set_yticks(np.arange(len(rows)) + 0.5, [f"{v:g}" for v in rows])
+    mesh = ax.pcolormesh(_edges(cols), _edges(rows), np.ma.masked_invalid(values), cmap="RdBu_r", norm=norm,
+                         edgecolors="white", linewidth=0.5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(_edges(cols)[[0, -1]])
+    ax.set_ylim(_edges(rows)[[0, -1]])
+    for axis, levels in ((ax.xaxis, cols), (ax.yaxis, rows)):
+        axis.set_major_locator(FixedLocator(levels))
+        axis.set_minor_locator(NullLocator())
+        axis.set_ticklabels([f"{v:g}" for v in levels])
+    if len(cols) > 6:
+        ax.tick_params(axis="x", labelrotation=45)
     ax.grid(False)
     if annotate:
+        size = 6 if values.size <= 40 else 4.5
         for i in range(values.shape[0]):
             for j in range(values.shape[1]):
                 if np.isfinite(values[i, j]):
                     dark = abs(np.log(values[i, j])) > 0.6 * np.log(top)
-                    ax.text(j + 0.5, i + 0.5, f"{values[i, j]:.2g}", ha="center", va="center", fontsize=6,
+                    ax.text(cols[j], rows[i], f"{values[i, j]:.2g}", ha="center", va="center", fontsize=size,
                             color="white" if dark else "black")
     bar = ax.figure.colorbar(mesh, ax=ax)
     bar.set_label(f"speed-up t_{a} / t_{b} (×, >1: {b} faster)")
@@ -372,58 +526,244 @@ def speedup_map(data: pd.DataFrame, *, x: str = "d_model", y: str = "batch_size"
         line = frontier.dropna(subset=[x, y]).sort_values(x)
         line = line[(line[x] > 0) & (line[y] > 0)]
         if len(line):
-            def position(v, levels):
-                return np.interp(np.log(np.asarray(v, float)), np.log(levels), np.arange(len(levels))) + 0.5
-
-            ax.plot(position(line[x], cols), position(line[y], rows), color="black", marker=".",
-                    linewidth=1.5, label="fitted frontier (t_a = t_b)")
+            if {"low", "high"} <= set(line.columns) and line[["low", "high"]].notna().all().all():
+                ax.fill_between(line[x].to_numpy(float), line["low"].to_numpy(float),
+                                line["high"].to_numpy(float), color="black", alpha=0.2, lw=0,
+                                label="frontier interval")
+            ax.plot(line[x].to_numpy(float), line[y].to_numpy(float), color="black", linewidth=1.5,
+                    label=f"fitted frontier (t_{a} = t_{b})")
             _legend(ax, loc="upper left", bbox_to_anchor=(0, -0.18))
     return ax
 
 
-# -------------------------------------------------------------------------------- overhead
-def overhead_plot(data: pd.DataFrame, *, hue: str = "mode", style: Optional[str] = "batch_size", ax=None):
-    """Per-layer time (``median_s / n_layers``) against ``n_layers``, one line per mode.
+def speedup_scatter(data: pd.DataFrame, *, x: str = "params", y: str = "batch_size", a: str = "cpu",
+                    b: str = "cuda", hue: str = "device", annotate: bool = True, ax=None):
+    """Speed-up ``t_a / t_b`` of every point measured on both devices, placed at (``x``, ``y``).
+
+    For axes that do not form a grid (e.g. parameters ``n_layers * d_model**2`` by batch size, where
+    several shapes share one parameter count). Points are matched on ``d_model``, ``n_layers`` and
+    ``batch_size``; points that land on one (``x``, ``y``) are set side by side along ``x`` (narrowest
+    first). Only points with no neighbour within a factor 2.5 along ``x`` get their value written.
 
     Parameters
     ----------
     data : pandas.DataFrame
-        Rows with ``n_layers``, ``median_s`` and ``hue`` (``eager``, ``compile``, ``cudagraph``);
-        several rows at one depth of a line are combined by their median.
-    hue : str
-        Column naming the colour of the lines (default ``mode``).
-    style : str or None
-        Column giving each of its values its own line style (default ``batch_size``, when it has
-        more than one value).
+        Rows of both devices with the three sizes, ``x``, ``y``, ``median_s`` and ``hue``.
+    x, y : str
+        Columns placed on the (log) axes.
+    a, b : str
+        Values of ``hue`` compared.
+    annotate : bool
+        Write each point's speed-up next to it.
     ax : matplotlib.axes.Axes, optional
 
     Returns
     -------
     matplotlib.axes.Axes
-        One line per (``hue``, ``style``) pair, x = n_layers, y = seconds per layer.
+        ``ax.collections[0]``: the points (offsets: positions, array: the speed-ups).
+    """
+    ax = _axes(ax)
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(y))
+    if _missing_note(ax, data, a, b, hue, x, y):
+        return ax
+    keys = ["d_model", "n_layers", "batch_size"]
+    extra = [c for c in (x, y) if c not in keys]
+    times = [data[data[hue] == v].groupby(keys)[["median_s"] + extra].median() for v in (a, b)]
+    joined = times[0].merge(times[1][["median_s"]].rename(columns={"median_s": "median_s_b"}),
+                            left_index=True, right_index=True, how="inner").reset_index()
+    joined["ratio"] = joined["median_s"] / joined["median_s_b"]
+    joined = joined.sort_values([x, y, "d_model"]).reset_index(drop=True)
+    rank = joined.groupby([x, y]).cumcount().to_numpy()
+    count = joined.groupby([x, y])["ratio"].transform("size").to_numpy()
+    shift = 1.35 ** (rank - (count - 1) / 2)
+    px, py = joined[x].to_numpy(float) * shift, joined[y].to_numpy(float)
+    norm, top = _ratio_norm(joined["ratio"])
+    points = ax.scatter(px, py, c=joined["ratio"].to_numpy(float), cmap="RdBu_r", norm=norm, s=36,
+                        edgecolors="0.3", linewidths=0.4, zorder=3)
+    if annotate:
+        order = np.lexsort((px, py))
+        gap = np.full(len(px), np.inf)  # log distance to the nearest point of the same row
+        for left, right in zip(order[:-1], order[1:]):
+            if py[left] == py[right]:
+                d = abs(np.log(px[right] / px[left]))
+                gap[left], gap[right] = min(gap[left], d), min(gap[right], d)
+        for i, row in joined.iterrows():
+            if gap[i] < np.log(2.5):
+                continue
+            text = f"{row['ratio']:.2g}"
+            ax.annotate(text, (px[i], py[i]), xytext=(0, 5), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=4.5, color="0.2")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(0.08)
+    _log_ticks(ax, plain=(False, True))
+    bar = ax.figure.colorbar(points, ax=ax)
+    bar.set_label(f"speed-up t_{a} / t_{b} (×, >1: {b} faster)")
+    return ax
+
+
+# -------------------------------------------------------------------------------- overhead
+def overhead_plot(data: pd.DataFrame, *, hue: str = "mode", style: Optional[str] = "batch_size",
+                  gpu_note: bool = True, legend: str = "best", ax=None):
+    """Per-layer time (``median_s / n_layers``, in µs) against ``n_layers``, one line per mode.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Rows of one device with ``n_layers``, ``median_s`` and ``hue`` (``eager``, ``compile``,
+        ``cudagraph``); several rows at one depth of a line are combined by their median.
+    hue : str
+        Column naming the colour of the lines (default ``mode``; the modes keep fixed colours, so
+        panels of different devices match).
+    style : str or None
+        Column giving each of its values its own line style (default ``batch_size``, when it has
+        more than one value).
+    gpu_note : bool
+        Without ``cudagraph`` rows, say why in the legend title ("no GPU data yet" when ``data`` has
+        no GPU rows); False for a CPU panel next to a GPU one.
+    legend : str
+        Legend location (``"below"``: under the axes).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One line per (``hue``, ``style``) pair, x = n_layers, y = microseconds per layer.
     """
     ax = _axes(ax)
     if style is not None and (style not in data or data[style].nunique() < 2):
         style = None
     hues = list(dict.fromkeys(data[hue]))
-    colors = dict(zip(hues, _colors(len(hues))))
+    if hue == "mode":
+        order = [m for m in MODES if m in hues]
+        hues = order + [h for h in hues if h not in order]
+        palette = dict(zip(MODES, _colors(len(MODES))))
+        colors = {h: palette.get(h, c) for h, c in zip(hues, _colors(len(MODES) + len(hues))[len(MODES):])}
+    else:
+        colors = dict(zip(hues, _colors(len(hues))))
     dashes = ["-", "--", ":", "-."]
-    styles = list(dict.fromkeys(data[style])) if style else [None]
-    for key, rows in _groups(data.assign(_per_layer_s=data["median_s"] / data["n_layers"]), [hue, style]):
-        line = _per_x(rows, "n_layers", ["_per_layer_s"])
+    markers = ["o", "s", "^", "D"]
+    styles = sorted(dict.fromkeys(data[style])) if style else [None]
+    per_layer = data.assign(_per_layer_us=1e6 * data["median_s"] / data["n_layers"])
+    groups = dict(_groups(per_layer, [hue, style]))
+    for key in [(h, s) if style else (h,) for h in hues for s in styles]:
+        if key not in groups:
+            continue
+        line = _per_x(groups[key], "n_layers", ["_per_layer_us"])
+        index = styles.index(key[1]) if style else 0
         label = str(key[0]) + (f", {style}={key[1]}" if style else "")
-        ax.plot(line["n_layers"], line["_per_layer_s"], marker="o", color=colors[key[0]],
-                linestyle=dashes[styles.index(key[1]) % len(dashes)] if style else "-", label=label)
+        ax.plot(line["n_layers"], line["_per_layer_us"], marker=markers[index % len(markers)], color=colors[key[0]],
+                linestyle=dashes[index % len(dashes)], label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(_label("n_layers"))
-    ax.set_ylabel("time per layer (s)")
+    ax.set_ylabel("time per layer (µs)")
     note = None
-    if hue == "mode" and "cudagraph" not in set(data[hue]):
+    if hue == "mode" and "cudagraph" not in set(data[hue]) and gpu_note:
         note = "CUDA graphs: " + (NO_GPU_NOTE if not _has_gpu(data) else "not measured")
     _log_ticks(ax)
-    _legend(ax, note, loc="best")
+    _legend(ax, note, loc=legend, **({"ncol": 2} if legend == "below" else {}))
     return ax
+
+
+def _best(rows: pd.DataFrame, x: str, style: str) -> pd.Series:
+    """Per ``x`` measured in two or more ``style`` values of ``rows`` (all of them, if only one):
+    the fastest median latency."""
+    table = rows.pivot_table(index=x, columns=style, values="median_s", aggfunc="median")
+    enough = table.notna().sum(axis=1) >= min(2, table.shape[1])
+    return table[enough].min(axis=1)
+
+
+def _crossings(first: pd.Series, second: pd.Series) -> list:
+    """Where two measured curves (indexed by x) cross (see :func:`crossover.analysis.curve_crossings`)."""
+    from .analysis import curve_crossings
+
+    return curve_crossings(first, second)
+
+
+def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "cpu", b: str = "cuda",
+                        hue: str = "device", style: str = "mode", crossover=None, legend: str = "below",
+                        ax=None):
+    """Latency against ``x`` per device and execution mode, with the crossover when each device runs
+    eager and when each runs its fastest mode.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Rows of one machine's two devices (``hue`` values ``a`` and ``b``), each in one or more
+        ``style`` values (``eager``, ``compile``, ``cudagraph``), with ``x`` and ``median_s``.
+    x : str
+        The size on the horizontal axis.
+    a, b : str
+        The two ``hue`` values compared (default CPU and GPU).
+    crossover : crossover.analysis.Crossover, optional
+        The fitted eager-vs-eager crossover (with its bootstrap interval) to mark; without it the
+        eager crossing is taken from the measured points.
+    legend : str
+        Legend location (default below the axes).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax.lines``: one line per (``hue``, ``style``) pair (``a`` first, eager first), then the
+        crossover lines: eager vs eager, then best vs best (the fastest mode of each device at every
+        ``x`` where two or more of its modes were measured; every crossing, interpolated in log-log
+        between measured points). Pairs that do not cross are stated in the legend title.
+    """
+    ax = _axes(ax)
+    devices = [d for d in (a, b) if (data[hue] == d).any()]
+    colors = dict(zip((a, b), _colors(2)))
+    modes = [m for m in MODES if m in set(data[style])] + sorted(set(data[style]) - set(MODES))
+    markers = dict(zip(modes, ["o", "s", "^", "D", "v"]))
+    dashes = dict(zip(modes, ["-", "--", ":", "-."] * 2))
+    band = {"q1_s", "q3_s"} <= set(data.columns)
+    curves = {}
+    for device in devices:
+        for mode in modes:
+            rows = data[(data[hue] == device) & (data[style] == mode)]
+            if rows.empty:
+                continue
+            line = _per_x(rows, x, ["median_s"] + (["q1_s", "q3_s"] if band else []))
+            curves[device, mode] = line.set_index(x)["median_s"]
+            ax.plot(line[x], line["median_s"], color=colors[device], marker=markers[mode], linestyle=dashes[mode],
+                    label=f"{device} {mode}")
+            if band:
+                ax.fill_between(line[x], line["q1_s"], line["q3_s"], color=colors[device], alpha=0.15, lw=0)
+    notes = []
+    if len(devices) == 2:
+        if crossover is not None:
+            notes += _mark_crossovers(ax, [crossover], x, styles=(":",), prefix="eager (fit): ")
+        elif (a, "eager") in curves and (b, "eager") in curves:
+            roots = _crossings(curves[a, "eager"], curves[b, "eager"])
+            if roots:
+                ax.axvline(roots[0], color="0.15", linestyle=":", linewidth=1.1,
+                           label=f"eager: {a} = {b} at {x} {_num(roots[0])} (measured)")
+            else:
+                notes.append(_everywhere(curves[a, "eager"], curves[b, "eager"], a, b, x, "eager"))
+        best = {d: _best(data[data[hue] == d], x, style) for d in devices}
+        if all(len(v) for v in best.values()):
+            roots = _crossings(best[a], best[b])
+            for i, root in enumerate(roots):
+                ax.axvline(root, color="0.15", linestyle="-.", linewidth=1.1,
+                           label="_best" if i else f"fastest modes: {a} = {b} at {x} "
+                                                   + ", ".join(_num(r) for r in roots) + " (measured)")
+            if not roots:
+                notes.append(_everywhere(best[a], best[b], a, b, x, "fastest modes"))
+    _latency_axes(ax, data, x)
+    _legend(ax, "\n".join(notes) or None, loc=legend)
+    return ax
+
+
+def _everywhere(first: pd.Series, second: pd.Series, a: str, b: str, x: str, what: str) -> str:
+    joined = pd.concat([first, second], axis=1, join="inner").dropna()
+    if joined.empty:
+        return f"{what}: no common {x} measured"
+    faster = a if (joined.iloc[:, 0] < joined.iloc[:, 1]).all() else b if (joined.iloc[:, 1] < joined.iloc[:, 0]).all() else None
+    values = joined.index.to_numpy(float)
+    where = f"every {x} measured ({values.min():g}–{values.max():g})"
+    return f"{what}: {faster} faster at {where}" if faster else f"{what}: no crossing between measured {x}"
 
 
 # -------------------------------------------------------------------------------- accuracy
@@ -478,7 +818,7 @@ def accuracy_plot(predictions: pd.DataFrame, *, hue: Optional[str] = "axis", ban
 
 # ------------------------------------------------------------------------------ comparisons
 def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch_size",
-                    style: Optional[str] = None, ax=None):
+                    style: Optional[str] = None, gpu_note: bool = True, ax=None):
     """Latency against ``x``, one line per value of ``by`` (forward vs train, or dtypes).
 
     Parameters
@@ -491,6 +831,9 @@ def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch
         The size on the horizontal axis.
     style : str, optional
         A second column (e.g. ``n_layers``): each of its values gets its own line style.
+    gpu_note : bool
+        Title the legend "no GPU data yet" when ``data`` has no GPU rows (False for a CPU panel next
+        to a GPU one).
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -504,9 +847,13 @@ def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch
     hues = list(dict.fromkeys(data[by]))
     colors = dict(zip(hues, _colors(len(hues))))
     markers = ["o", "s", "^", "D"]
-    styles = list(dict.fromkeys(data[style])) if style else [None]
+    styles = sorted(dict.fromkeys(data[style])) if style else [None]
     band = {"q1_s", "q3_s"} <= set(data.columns)
-    for key, rows in _groups(data, [by, style]):
+    groups = dict(_groups(data, [by, style]))
+    for key in [(h, s) if style else (h,) for h in hues for s in styles]:
+        if key not in groups:
+            continue
+        rows = groups[key]
         line = _per_x(rows, x, ["median_s"] + (["q1_s", "q3_s"] if band else []))
         label = str(key[0]) + (f", {style}={key[1]}" if style else "")
         index = styles.index(key[1]) if style else 0
@@ -514,13 +861,7 @@ def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch
                 linestyle=["-", "--", ":", "-."][index % 4], label=label)
         if band:
             ax.fill_between(line[x], line["q1_s"], line["q3_s"], color=colors[key[0]], alpha=0.2, lw=0)
-    if _spans_decades(data[x]):
-        ax.set_xscale("log")
-    if _spans_decades(data["median_s"]):
-        ax.set_yscale("log")
-    ax.set_xlabel(_label(x))
-    ax.set_ylabel(_label("median_s"))
-    _log_ticks(ax)
-    _legend(ax, None if _has_gpu(data) else NO_GPU_NOTE + " (CPU only)",
+    _latency_axes(ax, data, x)
+    _legend(ax, None if _has_gpu(data) or not gpu_note else NO_GPU_NOTE + " (CPU only)",
             loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     return ax

@@ -19,8 +19,9 @@ case "$part" in
   check)
     $PY -m crossover env
     $PY -m pytest -q tests/test_measurement.py tests/test_timing.py -k "cuda or timing" -p no:cacheprovider
-    $PY experiments/bench_timer_agreement.py --device cuda --rounds 3 --run-time-s 0.3
+    $PY experiments/bench_timer_agreement.py --device cuda --rounds 20 --run-time-s 0.1
     $PY experiments/bench_overhead.py --device cuda --batch-sizes 1 64 --run-time-s 0.5
+    $PY experiments/bench_interference.py --rounds 5
     ;;
   cuda|cpu)
     # SIGINT at the budget: the sweep stops between points' rows; --resume continues next call.

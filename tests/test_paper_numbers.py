@@ -1,0 +1,146 @@
+"""The paper's macros, computed from small synthetic results whose numbers are known."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+from crossover import analysis as A
+from crossover import paper_numbers as P
+from crossover.results import ResultsWriter, raw_times_to_text
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=200e9, bytes_per_s=40e9)
+CUDA = dict(step_s=100e-6, layer_s=40e-6, flops_per_s=50e12, bytes_per_s=2e12)
+VM = dict(step_s=30e-6, layer_s=25e-6, flops_per_s=80e9, bytes_per_s=20e9)
+
+
+def _sizes():
+    points = {(128, 128, b, "batch_size") for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)}
+    points |= {(d, 128, 1, "d_model") for d in (64, 128, 256, 512, 1024, 2048)}
+    points |= {(128, n, 1, "n_layers") for n in (16, 32, 64, 256, 512)}
+    points |= {(d, n, b, "map") for d in (64, 256) for n in (8, 32) for b in (1, 16, 128)}
+    return sorted(points)
+
+
+def _write(directory, machine, devices, seed):
+    rng = np.random.default_rng(seed)
+    writer = ResultsWriter(directory, f"run{seed}", {"machine": machine, "torch": "2.13.0+cpu",
+                                                      "date_utc": "2026-01-02T03:04:05+00:00",
+                                                      "cpu_model": "Synthetic CPU", "cpu_usable_cores": 4,
+                                                      "gpu_name": "Synthetic GPU" if "cuda" in devices else None})
+    for device, params in devices.items():
+        rows = [(d, n, b, s, "eager", params) for d, n, b, s in _sizes()]
+        rows.append((128, 128, 1, "mode", "cudagraph" if device == "cuda" else "compile",
+                     {**params, "layer_s": params["layer_s"] / 4}))
+        for d, n, b, sweep, mode, true_params in rows:
+            for rnd in range(2):
+                true = float(A.model_latency_s("roofline", true_params, d, n, b))
+                raw = true * np.exp(0.01 * rng.standard_normal(9))
+                flops, nbytes = A.step_counts(d, n, b)
+                writer.append(dict(
+                    machine=machine, device=device, sweep=sweep, workload="forward", mode=mode, dtype="float32",
+                    regime="latency", transfer="device", threads=4, threads_requested=4, round=rnd,
+                    d_model=d, n_layers=n, batch_size=b, params=n * d * d, flops=int(flops), bytes=int(nbytes),
+                    status="ok", median_s=float(np.median(raw)), compile_s=1.5 if mode == "compile" else np.nan,
+                    iqr_s=float(np.subtract(*np.percentile(raw, [75, 25]))), raw_times_s=raw_times_to_text(raw)))
+
+
+@pytest.fixture(scope="module")
+def macros(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    _write(root / "synth-gpu", "synth-gpu", {"cpu": HOST, "cuda": CUDA}, seed=1)
+    _write(root / "synth-vm", "synth-vm", {"cpu": VM}, seed=2)
+    found = P.compute_macros([root], n_boot=12, seed=0, jobs=1, models=("roofline",))
+    return {m.name: m.text for m in found}, found, root
+
+
+def _value(text):
+    """The first number in a macro's text (thin-space groups removed)."""
+    return float(re.search(r"[-\d.]+", text.replace("\\,", "")).group(0))
+
+
+def test_formatting():
+    assert P.format_number(25.7049) == "25.7"
+    assert P.format_number(0.0123456) == "0.0123"
+    assert P.format_number(2097152, 7) == "2\\,097\\,152"
+    assert P.format_number(128) == "128" and P.format_number(1085.2, 4) == "1085"
+    assert P.format_number(float("nan")) == P.NA
+    assert P.format_quantity(25.7e-6, "s") == "25.7\\,\\ensuremath{\\mu}s"
+    assert P.format_quantity(7.56e-3, "s") == "7.56\\,ms"
+    assert P.format_quantity(66800, "GFLOP/s") == "66.8\\,TFLOP/s"
+    assert P.format_interval(217.0, 354.3) == "[217, 354]"
+
+
+def test_known_crossover_and_parameters(macros):
+    text, _, _ = macros
+
+    def log_ratio(b):
+        cpu = A.model_latency_s("roofline", HOST, 128, 128, b)
+        gpu = A.model_latency_s("roofline", CUDA, 128, 128, b)
+        return float(np.log(cpu / gpu))
+
+    true_batch = optimize.brentq(log_ratio, 1, 2048)
+    assert 4 < true_batch < 1000  # the design puts it inside the sweep
+    assert _value(text["XoverBatch"]) == pytest.approx(true_batch, rel=0.1)
+    low, high = (float(v) for v in re.findall(r"[\d.]+", text["XoverBatchCI"].replace("\\,", "")))
+    assert low <= _value(text["XoverBatch"]) <= high
+    assert text["XoverBatchNever"] == "0\\,\\%"
+    assert text["XoverBatchBelow"] == "CPU" and text["XoverBatchAbove"] == "GPU"
+    assert _value(text["HostPerLayer"]) == pytest.approx(HOST["layer_s"] * 1e6, rel=0.1)
+    assert _value(text["CudaPerLayer"]) == pytest.approx(CUDA["layer_s"] * 1e6, rel=0.1)
+    assert _value(text["VmRate"]) == pytest.approx(VM["flops_per_s"] * 1e-9, rel=0.15)
+    assert text["HostModel"] == "\\texttt{roofline}"
+
+
+def test_counts_modes_and_metadata(macros):
+    text, _, _ = macros
+    n = len({(d, n, b) for d, n, b, _ in _sizes()}) + 1  # sweeps share the anchor; one mode point
+    assert text["NumMachines"] == "2"
+    assert text["NumPoints"] == str(3 * n) and int(text["NumMeasurements"]) >= 3 * n * 2
+    assert text["HostPoints"] == str(n) and text["VmMaxRounds"] == "2"
+    assert text["VmTorch"] == "2.13.0+cpu" and text["CudaDate"] == "2026-01-02"
+    assert text["CudaGpuName"] == "Synthetic GPU" and text["VmCores"] == "4"
+    # eager / cudagraph at the anchor: a quarter of the per-layer time
+    eager = A.model_latency_s("roofline", CUDA, 128, 128, 1)
+    graph = A.model_latency_s("roofline", {**CUDA, "layer_s": CUDA["layer_s"] / 4}, 128, 128, 1)
+    assert _value(text["CudaGraphSpeedup"]) == pytest.approx(eager / graph, rel=0.05)
+    assert _value(text["HostCompileTime"]) == pytest.approx(1.5)
+    assert text["SweepBatchMax"] == "2048" and text["FixedParams"] == P.NA
+
+
+def test_macro_file_is_valid_and_covers_the_paper(macros, tmp_path):
+    _, found, root = macros
+    paths = P.write(found, tmp_path / "numbers.tex", str(root))
+    body = paths[0].read_text()
+    names = re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", body)
+    assert len(names) == len(set(names)) == len(found)
+    assert not re.search(r"\bnan\b|\binf\b", body, re.IGNORECASE)
+    paper = (ROOT / "paper" / "paper.tex").read_text()
+    defined_in_paper = set(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", paper))
+    used = set(re.findall(r"\\([A-Z][A-Za-z]+)", paper)) - defined_in_paper - {"IfFileExists", "PackageError"}
+    for table in paths[1:]:
+        used |= set(re.findall(r"\\([A-Z][A-Za-z]+)", table.read_text()))
+    assert used <= set(names), f"paper uses undefined macros: {sorted(used - set(names))}"
+    with pytest.raises(ValueError):
+        P.render([P.Macro("Twice", "1"), P.Macro("Twice", "2")])
+    with pytest.raises(ValueError):
+        P.render([P.Macro("Bad", "nan")])
+
+
+def test_missing_gpu_still_defines_every_role(tmp_path):
+    _write(tmp_path / "only-vm", "only-vm", {"cpu": VM}, seed=3)
+    text = {m.name: m.text for m in P.compute_macros([tmp_path], n_boot=0, models=("roofline",))}
+    assert text["CudaPerLayer"] == P.NA and text["XoverBatch"] == P.NA and text["HostMachine"] == P.NA
+    assert text["VmPerLayer"] != P.NA
+
+
+def test_cli_writes_the_files(tmp_path, capsys):
+    _write(tmp_path / "r" / "m", "m", {"cpu": VM}, seed=4)
+    out = tmp_path / "gen" / "numbers.tex"
+    assert P.main(["--results", str(tmp_path / "r"), "--out", str(out), "--n-boot", "0", "--jobs", "1"]) == 0
+    assert out.exists() and (out.parent / "parameters.tex").exists() and (out.parent / "accuracy.tex").exists()
+    assert P.main(["--results", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert "paper_numbers:" in capsys.readouterr().err
