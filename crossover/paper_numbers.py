@@ -438,7 +438,35 @@ def mode_macros(frame: pd.DataFrame, roles: dict) -> list:
                             "host CPU compiled / GPU with CUDA graphs at the anchor (>1: the GPU wins)"))
     else:
         macros.append(Macro("BestModeRatio", NA, "host CPU compiled / GPU with CUDA graphs at the anchor"))
+    macros += _graph_outlier_macros(frame, roles)
     return macros
+
+
+def _graph_outlier_macros(frame: pd.DataFrame, roles: dict) -> list:
+    """The slowest CUDA-graph point of the GPU's batch sweep at the anchor's size, against the median
+    of the others: with launches gone, a slow kernel choice shows (``GraphOutlier...``)."""
+    names = ("Batch", "Latency", "Busy", "Others", "Ratio")
+    rows = None
+    if "Cuda" in roles:
+        machine, device = roles["Cuda"]
+        rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == "cudagraph")]
+        for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"},
+                              "d_model": ANCHOR["d_model"], "n_layers": ANCHOR["n_layers"]}.items():
+            rows = rows[rows[column] == value]
+    if rows is None or len(rows) < 3:
+        return [Macro("GraphOutlier" + n, NA, "slowest CUDA-graph point of the batch sweep") for n in names]
+    rows = rows.sort_values("batch_size")
+    worst = rows.loc[rows["median_s"].idxmax()]
+    others = float(rows.loc[rows.index != worst.name, "median_s"].median())
+    busy = worst.get("device_busy_s", np.nan)
+    return [
+        Macro("GraphOutlierBatch", format_number(worst["batch_size"]), "batch size of the slowest CUDA-graph point"),
+        Macro("GraphOutlierLatency", format_quantity(worst["median_s"], "s"), "its latency"),
+        Macro("GraphOutlierBusy", format_quantity(busy if pd.notna(busy) else None, "s"), "its summed kernel time per step"),
+        Macro("GraphOutlierOthers", format_quantity(others, "s"), "median latency of the other batch sizes"),
+        Macro("GraphOutlierRatio", format_quantity(worst["median_s"] / others, "\\ensuremath{\\times}", 2)
+              .replace("\\,\\ensuremath", "\\ensuremath"), "slowest / median of the others"),
+    ]
 
 
 def round_macros(frame_rounds: pd.DataFrame, roles: dict, superseded: Optional[pd.DataFrame] = None) -> list:

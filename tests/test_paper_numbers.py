@@ -144,3 +144,18 @@ def test_cli_writes_the_files(tmp_path, capsys):
     assert out.exists() and (out.parent / "parameters.tex").exists() and (out.parent / "accuracy.tex").exists()
     assert P.main(["--results", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert "paper_numbers:" in capsys.readouterr().err
+
+
+def test_graph_outlier_is_the_slowest_cuda_graph_point():
+    import pandas as pd
+
+    base = dict(machine="gpu-box", device="cuda", mode="cudagraph", d_model=P.ANCHOR["d_model"],
+                n_layers=P.ANCHOR["n_layers"], **{k: v for k, v in P.BASELINE.items()
+                                                  if k not in ("mode", "d_model", "n_layers")})
+    latencies = {1: 1e-3, 4: 1.2e-3, 16: 7e-3, 64: 1.4e-3}
+    frame = pd.DataFrame([dict(base, batch_size=b, median_s=t, device_busy_s=0.9 * t) for b, t in latencies.items()])
+    values = {m.name: m.text for m in P._graph_outlier_macros(frame, {"Cuda": ("gpu-box", "cuda")})}
+    assert values["GraphOutlierBatch"] == "16"
+    assert _value(values["GraphOutlierRatio"]) == pytest.approx(7e-3 / 1.2e-3, rel=0.01)
+    assert _value(values["GraphOutlierOthers"]) == pytest.approx(1.2, rel=0.01)  # 1.2 ms, in ms
+    assert all(v == P.NA for v in (m.text for m in P._graph_outlier_macros(frame, {})))
