@@ -48,14 +48,12 @@ figures: setup
 
 # The paper: every figure, every number (macros computed from the results), then the PDF.
 LATEX_PACKAGES := latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended
-PAPER_NBOOT ?= 100
 
 latex-check:
 	@command -v latexmk >/dev/null 2>&1 || { echo "make paper needs LaTeX: apt-get install $(LATEX_PACKAGES)"; exit 1; }
 
 paper-numbers: setup
-	$(BIN)/python -m crossover.paper_numbers --results experiments/results --out paper/generated/numbers.tex \
-		--n-boot $(PAPER_NBOOT)
+	$(BIN)/python -m crossover.paper_numbers --results experiments/results --out paper/generated/numbers.tex
 
 paper: latex-check figures paper-numbers
 	cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error -quiet paper.tex

@@ -53,7 +53,7 @@ from .errors import CrossoverError
 __all__ = [
     "AnalysisError", "SERIES_KEYS", "AXES", "MODELS", "model_parameters", "step_counts", "model_latency_s",
     "SeriesFit", "Fits", "Crossover",
-    "fit_series", "fit_results", "cv_splits", "cross_validate", "crossover", "empirical_crossover", "curve_crossings",
+    "fit_series", "fit_results", "one_row_per_size", "cv_splits", "cross_validate", "crossover", "empirical_crossover", "curve_crossings",
     "crossover_frontier", "cost_per_million_samples", "cost_crossover", "predict",
 ]
 
@@ -253,6 +253,26 @@ def _check_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (d_model, n_layers, batch_size) of a series: a size measured by two sweeps (the
+    anchor in the batch sweep and again in the threads sweep, say) gets the median of their
+    ``median_s``, pooled ``raw_times_s`` and the mean ``round_deviation``; other columns from the
+    first. Each size then counts once in a fit, its CV folds and the plotted curves."""
+    if not frame.duplicated(list(AXES)).any():
+        return frame
+    rows = []
+    for _, group in frame.groupby(list(AXES), sort=False):
+        row = group.iloc[0].copy()
+        if len(group) > 1:
+            row["median_s"] = float(group["median_s"].median())
+            if "raw_times_s" in group:
+                row["raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
+            if "round_deviation" in group:
+                row["round_deviation"] = float(group["round_deviation"].mean())
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
 def _series_key(row) -> tuple:
     return tuple(-1 if k == "threads" and pd.isna(row[k]) else row[k] for k in SERIES_KEYS)
 
@@ -348,7 +368,8 @@ class SeriesFit:
         """Parameters in display units with their bootstrap interval (percentile, ``level``).
 
         ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
-        (see ``PARAMS``): the data do not pin that parameter down (e.g. a per-step overhead too
+        (see ``PARAMS``); ``identified`` is False then, and also where the interval spans more than
+        two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
         small to matter next to the rest, or a compute rate of a series whose points are all
         launch-bound), and its value and interval mean nothing physical.
         """
@@ -361,8 +382,10 @@ class SeriesFit:
                 low, high = np.percentile(self.draws[:, i], [tail, 100 - tail]) * spec.scale
             value = self.params[i]
             at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(spec.hi / value)) < 0.05)
+            wide = bool(np.isfinite(low) and np.isfinite(high) and low > 0 and high / low > 100)
             rows.append(dict(series=self.label, model=self.model, param=name, label=spec.label,
-                             unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound))
+                             unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound,
+                             identified=not (at_bound or wide)))
         return pd.DataFrame(rows)
 
     def cv_score(self) -> float:
@@ -459,6 +482,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
         raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
+    frame = one_row_per_size(frame)
     if not models:
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
@@ -746,7 +770,8 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
         held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
         (outside the measured range); ``winner`` (series label), ``speedup`` (runner-up latency / winner
-        latency), and ``crossover``: the batch size where the winner and the runner-up swap, with
+        latency), and ``crossover``: the batch size where the winner and the fastest series of the other
+        kind of device (CPU against GPU; the runner-up if all are of one kind) swap, with
         interval (``None`` with fewer than two devices). The crossover is along ``axis`` (default
         ``batch_size``; ``d_model`` or ``n_layers`` hold the other two sizes at the given values),
         searched over ``batch_range`` (any axis; default: the measured range); its value is ``at``
@@ -780,7 +805,11 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
                   winner=devices[0]["series"], speedup=None, crossover=None)
     if len(devices) > 1:
         result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
-        fit_a, fit_b = fits[devices[0]["series"]], fits[devices[1]["series"]]
+        # The crossover that matters is CPU against GPU: the winner against the fastest series of the
+        # other kind of device (the runner-up when every series is of one kind).
+        kind = lambda item: item["device"].split(":")[0]  # noqa: E731
+        rival = next((item for item in devices[1:] if kind(item) != kind(devices[0])), devices[1])
+        fit_a, fit_b = fits[devices[0]["series"]], fits[rival["series"]]
         c = crossover(fit_a, fit_b, axis, d_model=d_model, n_layers=n_layers, batch_size=batch_size,
                       x_range=batch_range)
         result["crossover"] = dict(between=[c.a, c.b], axis=axis, at=c.x, low=c.low, high=c.high,

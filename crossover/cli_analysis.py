@@ -132,7 +132,8 @@ def _print_series(fit) -> None:
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
     for row in fit.parameters().itertuples():
-        flag = "  at its bound: not identified by these data" if row.at_bound else ""
+        flag = ("  at its bound: not identified by these data" if row.at_bound else
+                "  interval over two decades: not identified by these data" if not row.identified else "")
         print(f"    {row.label:<46s} {_number(row.value):>10s} {row.unit:<8s} "
               f"[{_number(row.low)}, {_number(row.high)}]{flag}")
     if fit.cv.empty:
@@ -151,8 +152,8 @@ def _print_series(fit) -> None:
         print(f"  {mark} {model:<24s}" + "".join(f"{c:>22s}" for c in cells))
     if fit.noise_floor_points:
         print(f"  noise floor: one round's median lies {fit.noise_floor_pct:.1f}% from the median of its rounds "
-              f"(mean over {fit.noise_floor_points} points measured in 2+ rounds); a model's held-out MAPE "
-              "cannot be judged below it")
+              f"(mean over {fit.noise_floor_points} points measured in 2+ rounds): drift no model of the sizes "
+              "can explain, so a held-out MAPE near it is as good as these data allow")
     print()
 
 

@@ -93,7 +93,11 @@ def draw_diagram(out_dir: Union[str, Path], *, d_model: int = 16, n_layers: int 
     paths = []
     for fmt in formats:
         path = out_dir / f"{name}.{fmt}"
-        path.write_bytes(visual.pipe(format=fmt))
+        try:
+            rendered = visual.pipe(format=fmt)
+        except Exception as exc:  # graphviz's render errors (ExecutableNotFound, CalledProcessError, ...)
+            raise DiagramUnavailable(f"graphviz could not render the diagram as {fmt}: {exc}") from exc
+        path.write_bytes(rendered)
         paths.append(path)
     return paths
 

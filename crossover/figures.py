@@ -427,8 +427,8 @@ def add_figures(sub) -> None:
         "figures",
         help="draw every figure the results allow (PNG and PDF)",
         description="Draw every figure the results allow into --out: the four sweeps with fitted models "
-                    "(the GPU machine's CPU and GPU by the model grouped cross-validation chooses, with the "
-                    "crossover and its bootstrap interval, as `crossover predict` finds it; other series "
+                    "(the GPU machine's CPU and GPU by the model grouped cross-validation chooses, with their "
+                    "crossover and its bootstrap interval, the values the paper quotes; other series "
                     f"{FIT_MODEL}), throughput, the CPU/GPU speed-up maps, execution modes, forward vs "
                     "train, dtypes, the held-out accuracy and the model diagram. Needs no GPU; figures that "
                     "compare with a GPU say so when the results hold none.",

@@ -51,6 +51,9 @@ __all__ = [
 BASELINE = dict(workload="forward", mode="eager", dtype="float32", regime="latency", transfer="device")
 #: The anchor configuration of every sweep (DESIGN: defaults when an axis is not swept).
 ANCHOR = dict(d_model=128, n_layers=128, batch_size=1)
+#: Bootstrap resamples per fit: the same as ``crossover.figures.N_BOOT`` (and the same seeds), so the
+#: crossovers the figures draw are the ones the text quotes.
+N_BOOT = 100
 #: The second batch size of the mode comparison (the mode sweep measures batch 1 and this).
 WIDE_BATCH = 64
 #: Roles the paper's text refers to (see the module docstring).
@@ -238,7 +241,7 @@ def _fit_one(args):
     return A.fit_series(rows, models, n_boot=n_boot, seed=seed, label=label)
 
 
-def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tuple(A.MODELS), n_boot: int = 100,
+def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tuple(A.MODELS), n_boot: int = N_BOOT,
                  seed: int = 0, jobs: int = 1, min_points: int = 8) -> dict:
     """Role -> :class:`crossover.analysis.SeriesFit` of its baseline series (None: too few points).
 
@@ -265,19 +268,12 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tu
 
 # ------------------------------------------------------------------------------------ macros
 def _param_table(fit) -> pd.DataFrame:
-    table = fit.parameters()
-    if "at_bound" not in table:
-        flags = []
-        for name, value in zip(A.model_parameters(fit.model), fit.params):
-            spec = A.PARAMS[name]
-            flags.append(bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(spec.hi / value)) < 0.05))
-        table = table.assign(at_bound=flags)
-    return table
+    return fit.parameters()
 
 
 def parameter_macros(role: str, fit) -> list:
-    """Per parameter of every model: ``\\<Role><Param>`` (value and unit; a dagger where the
-    estimate sits on its search bound, i.e. the data do not identify it) and ``...CI``; plus the
+    """Per parameter of every model: ``\\<Role><Param>`` (value and unit; a dagger where the data
+    do not identify it: on its search bound or an interval over two decades) and ``...CI``; plus the
     chosen model, the number of fitted points and the list of unidentified parameters."""
     macros = []
     table = _param_table(fit).set_index("param") if fit is not None else None
@@ -287,16 +283,16 @@ def parameter_macros(role: str, fit) -> list:
             row = table.loc[name]
             unit = row["unit"]
             value = format_quantity(row["value"], unit)
-            if row["at_bound"]:
+            if not row["identified"]:
                 value += "$^\\dagger$"
             ci = format_interval(row["low"], row["high"], unit, like=row["value"])
         comment = f"{role}: {PARAM_LABELS[name]}"
         macros += [Macro(role + suffix, value, comment), Macro(role + suffix + "CI", ci, comment + ", interval")]
-    unidentified = NA if fit is None else (", ".join(PARAM_LABELS[p] for p in table.index[table["at_bound"]]) or "none")
+    unidentified = NA if fit is None else (", ".join(PARAM_LABELS[p] for p in table.index[~table["identified"].astype(bool)]) or "none")
     macros += [
         Macro(role + "Model", NA if fit is None else _tt(fit.model), f"{role}: model chosen by grouped CV"),
         Macro(role + "FitPoints", NA if fit is None else format_number(len(fit.points), 6), f"{role}: points fitted"),
-        Macro(role + "Unidentified", unidentified, f"{role}: parameters on their search bound"),
+        Macro(role + "Unidentified", unidentified, f"{role}: parameters the data do not identify"),
     ]
     return macros
 
@@ -392,10 +388,21 @@ def crossover_macros(fits: dict, level: float = 0.95) -> list:
 
 
 def _point(frame, machine, device, *, mode="eager", **config):
+    """The measured point at ``config``; a size measured by several sweeps (the anchor in the batch
+    and threads sweeps) gets their median, as the fits and figures take it."""
     rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == mode)]
     for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"}, **config}.items():
         rows = rows[rows[column] == value]
-    return rows.iloc[0] if len(rows) else None
+    if "threads" in rows and len(rows) > 1:  # the device's usual thread count, as baseline_rows keeps
+        usual = rows["threads"].astype("float").fillna(-1).value_counts().idxmax()
+        rows = rows[rows["threads"].astype("float").fillna(-1) == usual]
+    if not len(rows):
+        return None
+    point = rows.iloc[0].copy()
+    for column in ("median_s", "compile_s", "device_busy_s"):
+        if column in rows:
+            point[column] = rows[column].median()
+    return point
 
 
 def mode_macros(frame: pd.DataFrame, roles: dict) -> list:
@@ -479,7 +486,8 @@ def round_macros(frame_rounds: pd.DataFrame, roles: dict, superseded: Optional[p
         machine, device = roles[role]
         rows = baseline_rows(frame_rounds[(frame_rounds["machine"] == machine) & (frame_rounds["device"] == device)])
         rows = rows[rows["status"] == "ok"]
-        key = ["d_model", "n_layers", "batch_size"]
+        # one point = one row of a sweep (the anchor measured by two sweeps is two points)
+        key = [c for c in ("sweep", "threads_requested", "d_model", "n_layers", "batch_size") if c in rows]
         grouped = rows.groupby(key)["median_s"]
         multi = grouped.transform("size") > 1
         deviation = (rows["median_s"] / grouped.transform("median") - 1).abs()[multi]
@@ -573,7 +581,7 @@ def design_macros(frame: pd.DataFrame) -> list:
     return macros
 
 
-def compute_macros(results: Sequence, *, n_boot: int = 100, seed: int = 0, jobs: int = 1,
+def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jobs: int = 1,
                    models: Sequence[str] = tuple(A.MODELS), level: float = 0.95) -> list:
     """Every macro the paper uses, from the results directories ``results`` (see module docstring)."""
     if isinstance(results, (str, Path)):
@@ -689,7 +697,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--results", type=Path, nargs="+", default=[Path("experiments/results")], metavar="DIR",
                         help="results directories (default experiments/results)")
     parser.add_argument("--out", type=Path, default=Path("paper/generated/numbers.tex"), help="macro file to write")
-    parser.add_argument("--n-boot", type=int, default=100, help="bootstrap resamples per fit (default 100, as crossover figures uses)")
+    parser.add_argument("--n-boot", type=int, default=N_BOOT,
+                        help=f"bootstrap resamples per fit (default {N_BOOT}, as crossover figures uses: "
+                             "another value makes the text's intervals differ from the figures')")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--jobs", type=int, default=2, help="series fitted in parallel (default 2)")
     args = parser.parse_args(argv)

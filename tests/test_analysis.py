@@ -345,7 +345,9 @@ def test_predict_crossover_along_d_model(two_devices):
     c = result["crossover"]
     expected = A.crossover(cpu, gpu, "d_model", n_layers=128, batch_size=1, x_range=(16, 4096))
     assert c["axis"] == "d_model" and c["fixed"] == {"n_layers": 128, "batch_size": 1}
-    assert (c["at"] is None and expected.x is None) or c["at"] == pytest.approx(expected.x)
+    # affine truths: 50 µs + F/100 GFLOP/s = 2 ms + F/10 TFLOP/s with F = 2·d²·128 -> d ≈ 877
+    analytic = np.sqrt((2e-3 - 50e-6) / (2 * 128 * (1 / 100e9 - 1 / 10e12)))
+    assert c["at"] == pytest.approx(expected.x) == pytest.approx(analytic, rel=0.1)
     assert "batch_size" not in c
 
 
@@ -358,3 +360,31 @@ def test_fit_reports_the_noise_floor_of_points_measured_in_rounds():
     assert fit.noise_floor_pct == pytest.approx(20.0) and fit.noise_floor_points == 20
     assert np.isnan(A.fit_series(frame.drop(columns="round_deviation"), ["affine"], axes=(),
                                  n_boot=0).noise_floor_pct)
+
+
+def test_predict_pairs_the_winner_with_the_other_kind_of_device(two_devices):
+    cpu, gpu, cpu_true, _ = two_devices
+    slower_cpu = A.fit_series(synthetic("affine", dict(step_s=80e-6, flops_per_s=60e9), machine="other", seed=9),
+                              ["affine"], axes=(), n_boot=20, seed=9)
+    fits = {cpu.label: cpu, slower_cpu.label: slower_cpu, gpu.label: gpu}
+    result = A.predict(fits, 128, 128, 1)
+    assert result["winner"] == cpu.label and result["devices"][1]["series"] == slower_cpu.label
+    assert result["crossover"]["between"] == [cpu.label, gpu.label]
+    assert result["crossover"]["batch_size"] == pytest.approx(A.crossover(cpu, gpu).x)
+
+
+def test_a_size_measured_twice_counts_once():
+    frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=10)
+    again = frame.iloc[[0]].assign(median_s=frame["median_s"].iloc[0] * 3)
+    fit = A.fit_series(pd.concat([frame, again], ignore_index=True), ["affine"], axes=(), n_boot=0)
+    assert len(fit.points) == len(frame)
+    first = fit.points.iloc[0]
+    assert first["median_s"] == pytest.approx(frame["median_s"].iloc[0] * 2)  # median of x and 3x
+
+
+def test_parameters_with_intervals_over_two_decades_are_not_identified():
+    fit = A.fit_series(synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=12), ["affine"],
+                       axes=(), n_boot=0)
+    fit.draws = np.array([[50e-6, 1e9], [50e-6, 1e12], [51e-6, 1e11]])
+    table = fit.parameters().set_index("param")
+    assert table.loc["step_s", "identified"] and not table.loc["flops_per_s", "identified"]

@@ -159,3 +159,9 @@ def test_graph_outlier_is_the_slowest_cuda_graph_point():
     assert _value(values["GraphOutlierRatio"]) == pytest.approx(7e-3 / 1.2e-3, rel=0.01)
     assert _value(values["GraphOutlierOthers"]) == pytest.approx(1.2, rel=0.01)  # 1.2 ms, in ms
     assert all(v == P.NA for v in (m.text for m in P._graph_outlier_macros(frame, {})))
+
+
+def test_paper_and_figures_bootstrap_alike():
+    from crossover import figures
+
+    assert P.N_BOOT == figures.N_BOOT  # same draws (and seeds, by label): the figures' intervals are the text's
