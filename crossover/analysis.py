@@ -775,7 +775,8 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         interval (``None`` with fewer than two devices). The crossover is along ``axis`` (default
         ``batch_size``; ``d_model`` or ``n_layers`` hold the other two sizes at the given values),
         searched over ``batch_range`` (any axis; default: the measured range); its value is ``at``
-        (and ``batch_size`` when that is the axis).
+        (and ``batch_size`` when that is the axis). ``crossovers`` lists the same for every pair of a
+        CPU series and a GPU series (your own CPU from a quick run against a shipped GPU, say).
     """
     for name, value in dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size).items():
         if not value > 0:
@@ -802,20 +803,30 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
                             extrapolated=not fit.in_range(**config)))
     devices.sort(key=lambda item: item["latency_s"])
     result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, devices=devices,
-                  winner=devices[0]["series"], speedup=None, crossover=None)
+                  winner=devices[0]["series"], speedup=None, crossover=None, crossovers=[])
     if len(devices) > 1:
         result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
         # The crossover that matters is CPU against GPU: the winner against the fastest series of the
         # other kind of device (the runner-up when every series is of one kind).
         kind = lambda item: item["device"].split(":")[0]  # noqa: E731
         rival = next((item for item in devices[1:] if kind(item) != kind(devices[0])), devices[1])
-        fit_a, fit_b = fits[devices[0]["series"]], fits[rival["series"]]
-        c = crossover(fit_a, fit_b, axis, d_model=d_model, n_layers=n_layers, batch_size=batch_size,
-                      x_range=batch_range)
-        result["crossover"] = dict(between=[c.a, c.b], axis=axis, at=c.x, low=c.low, high=c.high,
-                                   never_fraction=c.never_fraction, winner_below=c.winner_below,
-                                   winner_above=c.winner_above, winner_everywhere=c.winner,
-                                   range=list(c.x_range), empirical=c.empirical, fixed=c.fixed)
-        if axis == "batch_size":
-            result["crossover"].update(batch_size=c.x, batch_range=list(c.x_range))
+
+        def solve(a: str, b: str) -> dict:
+            c = crossover(fits[a], fits[b], axis, d_model=d_model, n_layers=n_layers, batch_size=batch_size,
+                          x_range=batch_range)
+            out = dict(between=[c.a, c.b], axis=axis, at=c.x, low=c.low, high=c.high,
+                       never_fraction=c.never_fraction, winner_below=c.winner_below,
+                       winner_above=c.winner_above, winner_everywhere=c.winner,
+                       range=list(c.x_range), empirical=c.empirical, fixed=c.fixed)
+            if axis == "batch_size":
+                out.update(batch_size=c.x, batch_range=list(c.x_range))
+            return out
+
+        result["crossover"] = solve(devices[0]["series"], rival["series"])
+        # Every CPU against every GPU (e.g. your own CPU, from a quick run, against a shipped GPU).
+        result["crossovers"] = [
+            result["crossover"] if {a["series"], b["series"]} == set(result["crossover"]["between"])
+            else solve(a["series"], b["series"])
+            for a in devices if kind(a) == "cpu" for b in devices if kind(b) == "cuda"
+        ]
     return result

@@ -214,15 +214,16 @@ def _cmd_predict(args) -> int:
         print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
         return 0
     print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['devices'][1]['series']}")
-    c = result["crossover"]
-    low, high = c["range"]
-    axis = c["axis"].replace("_", " ")
-    held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items())
-    if c["at"] is None:
-        print(f"no crossover for {axis} {low:g}–{high:g} ({held}): {c['winner_everywhere']} is faster "
-              f"throughout (the curves cross in {1 - c['never_fraction']:.0%} of bootstrap resamples)")
-    else:
-        print(f"crossover at {axis} {c['at']:.4g} [{_number(c['low'])}, {_number(c['high'])}] ({held}): "
-              f"{c['winner_below']} below, {c['winner_above']} above "
-              f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
+    for c in [result["crossover"]] + [c for c in result["crossovers"] if c["between"] != result["crossover"]["between"]]:
+        low, high = c["range"]
+        axis = c["axis"].replace("_", " ")
+        held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items())
+        if c["at"] is None:
+            print(f"no crossover for {axis} {low:g}–{high:g} ({held}) between {c['between'][0]} and "
+                  f"{c['between'][1]}: {c['winner_everywhere']} is faster throughout (the curves cross in "
+                  f"{1 - c['never_fraction']:.0%} of bootstrap resamples)")
+        else:
+            print(f"crossover at {axis} {c['at']:.4g} [{_number(c['low'])}, {_number(c['high'])}] ({held}): "
+                  f"{c['winner_below']} below, {c['winner_above']} above "
+                  f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
     return 0

@@ -371,6 +371,10 @@ def test_predict_pairs_the_winner_with_the_other_kind_of_device(two_devices):
     assert result["winner"] == cpu.label and result["devices"][1]["series"] == slower_cpu.label
     assert result["crossover"]["between"] == [cpu.label, gpu.label]
     assert result["crossover"]["batch_size"] == pytest.approx(A.crossover(cpu, gpu).x)
+    # and every CPU against the GPU: your own CPU against a shipped GPU
+    pairs = {tuple(c["between"]): c for c in result["crossovers"]}
+    assert set(pairs) == {(cpu.label, gpu.label), (slower_cpu.label, gpu.label)}
+    assert pairs[slower_cpu.label, gpu.label]["batch_size"] == pytest.approx(A.crossover(slower_cpu, gpu).x)
 
 
 def test_a_size_measured_twice_counts_once():
