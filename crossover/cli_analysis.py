@@ -150,6 +150,12 @@ def _print_series(fit) -> None:
                          f"{row.mape_pct.iloc[0]:.1f}% / {row.within_10_pct.iloc[0]:.0f}% ({row.n_folds.iloc[0]})")
         mark = "*" if model == fit.model else " "
         print(f"  {mark} {model:<24s}" + "".join(f"{c:>22s}" for c in cells))
+    chosen = fit.cv[fit.cv["model"] == fit.model]
+    if "interior_mape_pct" in chosen and chosen["interior_mape_pct"].notna().any():
+        parts = [f"{row.axis} {row.interior_mape_pct:.1f}%" for row in chosen.itertuples()
+                 if math.isfinite(row.interior_mape_pct)]
+        print(f"  {fit.model}, held-out values inside the trained range only (interpolation): MAPE "
+              + ", ".join(parts))
     if fit.noise_floor_points:
         print(f"  noise floor: one round's median lies {fit.noise_floor_pct:.1f}% from the median of its rounds "
               f"(mean over {fit.noise_floor_points} points measured in 2+ rounds): drift no model of the sizes "

@@ -392,3 +392,11 @@ def test_parameters_with_intervals_over_two_decades_are_not_identified():
     fit.draws = np.array([[50e-6, 1e9], [50e-6, 1e12], [51e-6, 1e11]])
     table = fit.parameters().set_index("param")
     assert table.loc["step_s", "identified"] and not table.loc["flops_per_s", "identified"]
+
+
+def test_cv_summary_reports_interpolation_apart_from_extrapolation():
+    predictions = pd.DataFrame(dict(model="roofline", axis="n_layers", held_out=[16, 128, 256, 3840],
+                                    extrapolated=[True, False, False, True], rel_error=[2.0, 0.1, -0.3, 0.5]))
+    row = A._cv_summary(predictions).iloc[0]
+    assert row["mape_pct"] == pytest.approx(100 * (2.0 + 0.1 + 0.3 + 0.5) / 4)
+    assert row["interior_mape_pct"] == pytest.approx(100 * (0.1 + 0.3) / 2)
