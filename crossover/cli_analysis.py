@@ -173,8 +173,9 @@ def add_predict(sub) -> None:
         help="predict latency on every device, the winner, and the crossover batch size",
         description=(
             "Predict the latency of one configuration on every device in the results (with an "
-            "interval), which device wins and by how much, and the batch size at which the winner "
-            "changes (with a bootstrap confidence interval)."
+            "interval), which device wins and by how much, and where the winner and the fastest device "
+            "of the other kind (CPU against GPU) cross along --along (default the batch size), with a "
+            "bootstrap confidence interval; then every other CPU's crossover against the GPU."
         ),
         epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json",
     )

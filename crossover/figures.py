@@ -53,38 +53,9 @@ N_BOOT = 100
 #: File formats written per figure.
 FORMATS = ("png", "pdf")
 SOURCE = "crossover.figures.make_figures"
-BASELINE = dict(workload="forward", mode="eager", dtype="float32", regime="latency", transfer="device")
 
 
 # -------------------------------------------------------------------------------- data slices
-def _main_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (machine, device), the rows of the results directory holding most of its points."""
-    import pandas as pd
-
-    keep = []
-    for _, rows in frame.groupby(["machine", "device"], sort=False):
-        best = rows["results_dir"].value_counts().idxmax()
-        keep.append(rows[rows["results_dir"] == best])
-    return pd.concat(keep, ignore_index=True)
-
-
-def _main_threads(frame: pd.DataFrame) -> pd.Series:
-    """Per row, whether it ran at its machine and device's most common thread count."""
-    threads = frame["threads"].astype("float").fillna(-1)
-    common = threads.groupby([frame["machine"], frame["device"]]).transform(lambda t: t.value_counts().idxmax())
-    return threads == common
-
-
-def _baseline(frame: pd.DataFrame, **free) -> pd.DataFrame:
-    """Rows at the baseline setting (forward, eager, float32, main thread count), except the
-    columns named in ``free`` (value True: any value)."""
-    mask = _main_threads(frame)
-    for column, value in BASELINE.items():
-        if column not in free:
-            mask &= frame[column] == value
-    return frame[mask]
-
-
 def _at(frame: pd.DataFrame, coords: pd.DataFrame) -> pd.DataFrame:
     """Rows of ``frame`` at the (d_model, n_layers, batch_size) points listed in ``coords``."""
     keys = ["d_model", "n_layers", "batch_size"]
@@ -188,6 +159,7 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
 
     from . import analysis as A
     from . import plots
+    from .paper_numbers import baseline_rows, main_runs
     from .results import load_results
 
     log = log or (lambda line: None)
@@ -196,11 +168,11 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     frame = load_results(results_dir, raw=True)
     if frame.empty:
         raise A.AnalysisError(f"no measured points in {results_dir}")
-    frame = _main_runs(frame)
+    frame = main_runs(frame)
     multi = frame["machine"].nunique() > 1
     hue = "series" if multi else "device"
     frame = frame.assign(series=frame["machine"] + "/" + frame["device"])
-    base = _baseline(frame)
+    base = baseline_rows(frame)
     host = _host(base)
 
     fits = {}
@@ -323,7 +295,7 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
            size=(5.0, 3.6))
 
     # -- execution modes: time per layer, one panel per device of the machine that measured them
-    modes = _baseline(frame, mode=True)
+    modes = baseline_rows(frame, free=("mode",))
     mode_rows = modes[modes["sweep"] == "mode"]
     if mode_rows.empty:
         log("left out overhead: no mode sweep")
@@ -369,7 +341,7 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     # -- forward vs training step, float32 vs lower precision: one panel per device of one machine
     for name, column, sweep, title in (("forward_vs_train", "workload", "workload", "Forward pass vs training step"),
                                        ("dtype", "dtype", "dtype", "float32 vs lower precision")):
-        candidates = _baseline(frame, **{column: True})
+        candidates = baseline_rows(frame, free=(column,))
         swept = candidates[candidates["sweep"] == sweep]
         if swept.empty:
             log(f"left out {name}: no {sweep} sweep")

@@ -205,11 +205,12 @@ def _usual_threads(frame: pd.DataFrame) -> dict:
     return out
 
 
-def baseline_rows(frame: pd.DataFrame, **override) -> pd.DataFrame:
-    """Rows at :data:`BASELINE` (with ``override``) at each device's usual thread count."""
+def baseline_rows(frame: pd.DataFrame, *, free: Sequence[str] = (), **override) -> pd.DataFrame:
+    """Rows at :data:`BASELINE` (with ``override``) at each device's usual thread count; the
+    columns named in ``free`` may take any value (``free=("mode",)``: every execution mode)."""
     if frame.empty:
         return frame
-    wanted = {**BASELINE, **override}
+    wanted = {k: v for k, v in {**BASELINE, **override}.items() if k not in free}
     mask = np.ones(len(frame), bool)
     for column, value in wanted.items():
         mask &= (frame[column] == value).to_numpy()
