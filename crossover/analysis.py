@@ -19,12 +19,25 @@ refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func
                 weight bytes)
     split       activations (``7 B d`` per layer) move at their own bandwidth
     overlap     the smooth-max exponent p is fitted (1: compute and memory add up, large: max)
+    gemm        layer -> layer + gemm for batch > 1: a batch of one runs a matrix-vector kernel, a
+                larger batch a matrix-matrix one with its own fixed cost per call (on the CPU,
+                MKL's GEMM set-up and weight packing: ``experiments/bench_gemv_gemm.py``)
 
 ``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
 forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
 (``p = SMOOTH_MAX_P`` unless fitted). ``MODELS`` lists the default candidates; which one a series
 uses is chosen by grouped cross-validation (hold out all points sharing one value of ``d_model``,
-``n_layers`` or ``batch_size``), not by in-sample fit.
+``n_layers`` or ``batch_size``), not by in-sample fit. ``gemm`` is not among the default candidates:
+on the CPU it is real (the step from batch 1 to 2 shows in a back-to-back micro-benchmark) and lowers
+the CV error a little, but on the shipped H100 data it wins by absorbing the drift between two runs
+(its batch > 1 points were re-measured in a slower run than the batch-1 sweeps), which moves the
+fitted crossover away from the measured one. Ask for it with ``models=`` / ``--models``.
+
+Each point's latency is, by default, the median of its rounds' medians (``statistic="median"``: the
+typical step). ``statistic="p10"`` fits the 10th percentile of its repeats pooled over rounds instead
+(``p10_s`` of :func:`crossover.results.combine_rounds_of`): the step on a quiet machine, which on a
+shared host repeats more closely from run to run (the VM's two shipped runs: 14% against 20% mean
+absolute log ratio; ``experiments/bench_statistic.py`` measures it afresh).
 
 Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
 (each point's measured time is replaced by the fitted time times a log residual drawn with
@@ -49,6 +62,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from .errors import CrossoverError
+from .results import QUIET_QUANTILE
 
 __all__ = [
     "AnalysisError", "SERIES_KEYS", "AXES", "MODELS", "model_parameters", "step_counts", "model_latency_s",
@@ -91,6 +105,7 @@ PARAMS = {
     "act_bytes_per_s": _Param("activation bandwidth", "GB/s", 1e-9, 1e6, 1e15),
     "batch_half": _Param("Hockney n½ (batch for half the compute rate)", "samples", 1.0, 1e-3, 1e6),
     "smooth_p": _Param("overlap exponent p (1: compute + memory, ∞: max)", "", 1.0, 1.0, 16.0),
+    "gemm_layer_s": _Param("per-layer matrix-matrix cost (batch > 1)", "µs", 1e6, 1e-10, 0.1),
 }
 #: Extra parameters of each refinement of the roofline (model names join them with "+").
 _COMPONENTS = {
@@ -99,6 +114,7 @@ _COMPONENTS = {
     "ramp": ("small_bytes_per_s", "large_bytes_per_s", "ramp_bytes"),
     "split": ("act_bytes_per_s",),
     "overlap": ("smooth_p",),
+    "gemm": ("gemm_layer_s",),
 }
 
 
@@ -109,7 +125,8 @@ def model_parameters(name: str) -> tuple:
     ``name`` is ``"affine"`` or ``"roofline"`` joined with ``+`` to any of the refinements
     ``hockney`` (compute rate grows with batch), ``cache`` (bandwidth depends on whether the model's
     weights fit in cache), ``ramp`` (bandwidth depends on the size of one layer's weights), ``split``
-    (activations move at their own bandwidth) and ``overlap`` (fitted smooth-max exponent).
+    (activations move at their own bandwidth), ``overlap`` (fitted smooth-max exponent) and ``gemm``
+    (a per-layer cost paid only at batch > 1).
     """
     base, *extra = name.split("+")
     if base == "affine" and not extra:
@@ -128,6 +145,9 @@ def model_parameters(name: str) -> tuple:
 MODELS = {name: model_parameters(name) for name in (
     "affine", "roofline", "roofline+hockney", "roofline+cache", "roofline+cache+hockney",
 )}
+#: What a point's latency is: the column of the results each statistic reads, and the column holding
+#: its noise floor (see :func:`crossover.results.combine_rounds_of`).
+STATISTICS = {"median": ("median_s", "round_deviation"), "p10": ("p10_s", "p10_round_deviation")}
 
 
 # ---------------------------------------------------------------------------------- the models
@@ -182,7 +202,10 @@ def _latency_s(model, theta, X):
     compute, power = X.F / rate, p.get("smooth_p", SMOOTH_MAX_P)
     top = np.maximum(compute, memory)
     smooth = top * ((compute / top) ** power + (memory / top) ** power) ** (1 / power)
-    return p["step_s"] + X.L * (p["layer_s"] + smooth)
+    layer = p["layer_s"] + smooth
+    if "gemm_layer_s" in p:
+        layer = layer + (X.B > 1) * p["gemm_layer_s"]
+    return p["step_s"] + X.L * layer
 
 
 def _log_logistic(size, middle, below, above):
@@ -212,7 +235,7 @@ def _starts(model, X, t):
     }
     bw = guess["bytes_per_s"]
     guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
-                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P)
+                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"])
     options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
                "batch_half": [1.0, 16.0]}
     starts = [dict(guess)]
@@ -242,7 +265,8 @@ def _fit_theta(model, X, t, starts, loss="soft_l1", f_scale=0.1):
 
 
 # ------------------------------------------------------------------------------------- data
-def _check_frame(frame: pd.DataFrame) -> pd.DataFrame:
+def _check_frame(frame: pd.DataFrame, statistic: str = "median") -> pd.DataFrame:
+    frame = _use_statistic(frame, statistic)
     needed = set(SERIES_KEYS) | set(AXES) | {"median_s"}
     missing = sorted(needed - set(frame.columns))
     if missing:
@@ -251,6 +275,23 @@ def _check_frame(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         raise AnalysisError("no measured points to fit")
     return frame.reset_index(drop=True)
+
+
+def _use_statistic(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """The frame with its ``median_s`` (the latency every fit reads) and ``round_deviation`` (its
+    noise floor) taken from ``statistic``'s columns (see :data:`STATISTICS`)."""
+    if statistic not in STATISTICS:
+        raise AnalysisError(f"unknown statistic {statistic!r}; expected one of {list(STATISTICS)}")
+    if statistic == "median" or frame.attrs.get("statistic") == statistic:
+        return frame
+    value, noise = STATISTICS[statistic]
+    if value not in frame:
+        raise AnalysisError(f"results lack {value} (statistic {statistic!r}): load them with "
+                            "crossover.load_results, which combines rounds")
+    out = frame.assign(median_s=frame[value])
+    out = out.assign(round_deviation=frame[noise]) if noise in frame else out.drop(columns="round_deviation", errors="ignore")
+    out.attrs["statistic"] = statistic
+    return out
 
 
 def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
@@ -277,18 +318,19 @@ def _series_key(row) -> tuple:
     return tuple(-1 if k == "threads" and pd.isna(row[k]) else row[k] for k in SERIES_KEYS)
 
 
-def _raw_samples(frame: pd.DataFrame) -> list:
+def _raw_samples(frame: pd.DataFrame, quantile: float = 0.5) -> list:
     """Per point, its raw repeats (at least two values, so scipy can resample every point).
 
-    The repeats are rescaled so that their median is the point's ``median_s``: a point measured in
-    several rounds has ``median_s`` = the median of the rounds' medians, which is not the median of
-    its pooled repeats, and the bootstrap must resample around the estimate that was fitted.
+    The repeats are rescaled so that their ``quantile`` is the point's fitted latency: a point
+    measured in several rounds has ``median_s`` = the median of the rounds' medians, which is not
+    the median of its pooled repeats, and the bootstrap must resample around the estimate that was
+    fitted.
     """
     raw = frame["raw_times_s"] if "raw_times_s" in frame else [()] * len(frame)
     samples = []
-    for values, median in zip(raw, frame["median_s"]):
-        values = np.asarray(values if len(values) >= 2 else (median, median), dtype=float)
-        samples.append(values * (median / np.median(values)))
+    for values, latency in zip(raw, frame["median_s"]):
+        values = np.asarray(values if len(values) >= 2 else (latency, latency), dtype=float)
+        samples.append(values * (latency / np.quantile(values, quantile)))
     return samples
 
 
@@ -334,6 +376,7 @@ class SeriesFit:
     bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
     noise_floor_pct: float = np.nan  # mean |one round / median of rounds - 1| (%), points with >= 2 rounds
     noise_floor_points: int = 0  # how many points that mean is over
+    statistic: str = "median"  # what each point's latency is (see STATISTICS)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -459,7 +502,8 @@ def _frame_features(frame):
 def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
                n_boot: int = 200, level: float = 0.95, seed=0, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
-               label: Optional[str] = None, bootstrap: str = "residuals") -> SeriesFit:
+               label: Optional[str] = None, bootstrap: str = "residuals",
+               statistic: str = "median") -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     Parameters
@@ -483,8 +527,12 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         See :func:`cv_splits`.
     label : str, optional
         Name of the series (default ``machine/device``).
+    statistic : {"median", "p10"}
+        Each point's latency: the median of its rounds' medians (default) or the 10th percentile of
+        its pooled repeats (the quiet machine; needs ``p10_s`` from :func:`crossover.load_results`).
+        ``points``, the noise floor and the predictions are then of that statistic.
     """
-    frame = _check_frame(frame)
+    frame = _check_frame(frame, statistic)
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
         raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
@@ -512,25 +560,27 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         residuals = np.log(t / fitted)
         residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
 
-        def statistic(resampled):
+        def refit(resampled):
             return np.log(_fit_theta(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
 
-        result = stats.bootstrap((residuals,), statistic, n_resamples=n_boot, vectorized=False,
+        result = stats.bootstrap((residuals,), refit, n_resamples=n_boot, vectorized=False,
                                  method="percentile", confidence_level=level, rng=np.random.default_rng(seed))
         draws = np.exp(np.atleast_2d(result.bootstrap_distribution).T)
     elif n_boot > 0:
-        def statistic(*samples):
-            medians = np.array([np.median(s) for s in samples])
-            return np.log(_fit_theta(model, X, medians, [theta], loss, f_scale))
+        quantile = QUIET_QUANTILE if statistic == "p10" else 0.5
 
-        result = stats.bootstrap(_raw_samples(frame), statistic, n_resamples=n_boot, vectorized=False,
+        def refit(*samples):
+            latencies = np.array([np.quantile(s, quantile) for s in samples])
+            return np.log(_fit_theta(model, X, latencies, [theta], loss, f_scale))
+
+        result = stats.bootstrap(_raw_samples(frame, quantile), refit, n_resamples=n_boot, vectorized=False,
                                  method="percentile", confidence_level=level, rng=np.random.default_rng(seed))
         draws = np.exp(np.atleast_2d(result.bootstrap_distribution).T)
     return SeriesFit(key=keys, label=label or f"{keys['machine']}/{keys['device']}", model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
                      noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
-                     noise_floor_points=len(deviations),
+                     noise_floor_points=len(deviations), statistic=statistic,
                      points=frame[list(AXES) + ["median_s"]].reset_index(drop=True), cv=cv,
                      cv_log_errors=log_errors)
 

@@ -31,6 +31,10 @@ def _common(p) -> None:
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
                         "covers drift between rounds and model misfit) or each point's raw repeats "
                         "(only the noise within one measurement, much narrower)")
+    p.add_argument("--statistic", choices=("median", "p10"), default="median",
+                   help="each point's latency: the median of its rounds' medians (default: the typical "
+                        "step) or the 10th percentile of its repeats pooled over rounds (the step on a "
+                        "quiet machine; repeats more closely from run to run on a shared host)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -61,7 +65,7 @@ def _fit(args, frame):
                 bar.update(f"fitted {label}")
 
     return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
-                       bootstrap=args.bootstrap)
+                       bootstrap=args.bootstrap, statistic=args.statistic)
 
 
 def _load(args, **filters):
@@ -113,7 +117,7 @@ def _series_json(fit) -> dict:
     return dict(series=fit.label, **{k: v for k, v in fit.key.items()}, model=fit.model,
                 n_points=len(fit.points), n_boot=0 if fit.draws is None else len(fit.draws),
                 noise_floor_pct=None if not math.isfinite(fit.noise_floor_pct) else fit.noise_floor_pct,
-                noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap,
+                noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap, statistic=fit.statistic,
                 level=fit.level, cv_mape_pct=fit.cv_score(),
                 parameters=fit.parameters().drop(columns=["series", "model"]).to_dict("records"),
                 accuracy=fit.cv.to_dict("records"))
@@ -127,7 +131,8 @@ def _print_series(fit) -> None:
     k = fit.key
     n_boot = 0 if fit.draws is None else len(fit.draws)
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
-          f"{k['threads']} threads; {len(fit.points)} points)")
+          f"{k['threads']} threads; {len(fit.points)} points; latency = "
+          f"{'median of the rounds' if fit.statistic == 'median' else '10th percentile of the repeats'})")
     what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
@@ -141,7 +146,7 @@ def _print_series(fit) -> None:
         return
     axes = list(dict.fromkeys(fit.cv["axis"]))
     print("  grouped cross-validation, held-out MAPE / % within ±10% (folds):")
-    print("    " + f"{'model':<24s}" + "".join(f"{a:>22s}" for a in axes))
+    print("    " + f"{'model':<28s}" + "".join(f"{a:>22s}" for a in axes))
     for model, rows in fit.cv.groupby("model", sort=False):
         cells = []
         for axis in axes:
@@ -149,7 +154,7 @@ def _print_series(fit) -> None:
             cells.append("-" if row.empty else
                          f"{row.mape_pct.iloc[0]:.1f}% / {row.within_10_pct.iloc[0]:.0f}% ({row.n_folds.iloc[0]})")
         mark = "*" if model == fit.model else " "
-        print(f"  {mark} {model:<24s}" + "".join(f"{c:>22s}" for c in cells))
+        print(f"  {mark} {model:<28s}" + "".join(f"{c:>22s}" for c in cells))
     chosen = fit.cv[fit.cv["model"] == fit.model]
     if "interior_mape_pct" in chosen and chosen["interior_mape_pct"].notna().any():
         parts = [f"{row.axis} {row.interior_mape_pct:.1f}%" for row in chosen.itertuples()
@@ -157,7 +162,8 @@ def _print_series(fit) -> None:
         print(f"  {fit.model}, held-out values inside the trained range only (interpolation): MAPE "
               + ", ".join(parts))
     if fit.noise_floor_points:
-        print(f"  noise floor: one round's median lies {fit.noise_floor_pct:.1f}% from the median of its rounds "
+        what = "median" if fit.statistic == "median" else "10th percentile"
+        print(f"  noise floor: one round's {what} lies {fit.noise_floor_pct:.1f}% from the median of its rounds' {what}s "
               f"(mean over {fit.noise_floor_points} points measured in 2+ rounds): drift no model of the sizes "
               "can explain, so a held-out MAPE near it is as good as these data allow")
     print()

@@ -238,16 +238,17 @@ def assign_roles(frame: pd.DataFrame) -> dict:
 
 
 def _fit_one(args):
-    rows, models, n_boot, seed, label = args
-    return A.fit_series(rows, models, n_boot=n_boot, seed=seed, label=label)
+    rows, models, n_boot, seed, label, statistic = args
+    return A.fit_series(rows, models, n_boot=n_boot, seed=seed, label=label, statistic=statistic)
 
 
 def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tuple(A.MODELS), n_boot: int = N_BOOT,
-                 seed: int = 0, jobs: int = 1, min_points: int = 8) -> dict:
+                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = "median") -> dict:
     """Role -> :class:`crossover.analysis.SeriesFit` of its baseline series (None: too few points).
 
-    Every role is fitted with the candidate ``models`` (grouped CV picks one) and ``n_boot`` seeded
-    bootstrap resamples; ``jobs`` > 1 fits the series in parallel processes (same results).
+    Every role is fitted with the candidate ``models`` (grouped CV picks one), ``n_boot`` seeded
+    bootstrap resamples and each point's latency ``statistic``; ``jobs`` > 1 fits the series in
+    parallel processes (same results).
     """
     base = baseline_rows(frame)
     tasks, names = [], []
@@ -255,7 +256,8 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tu
         rows = base[(base["machine"] == machine) & (base["device"] == device)]
         if len(rows) >= min_points:
             label = f"{machine}/{device}"  # seeded by its label, as crossover.figures seeds it: same draws
-            tasks.append((rows.reset_index(drop=True), tuple(models), n_boot, (seed, zlib.crc32(label.encode())), label))
+            tasks.append((rows.reset_index(drop=True), tuple(models), n_boot, (seed, zlib.crc32(label.encode())), label,
+                          statistic))
             names.append(role)
     fits = dict.fromkeys(roles)
     if jobs > 1 and len(tasks) > 1:
@@ -337,6 +339,93 @@ def accuracy_macros(fits: dict) -> list:
         Macro("BarMet", f"{len(met)} of {len(fitted)}", "series meeting the accuracy bar"),
         Macro("BarMetAll", "is" if fitted and len(met) == len(fitted) else "is not", "whether every series meets the bar"),
     ]
+    return macros
+
+
+def quiet_macros(fits: dict, quiet: dict, level: float = 0.95) -> list:
+    """The same baseline series fitted on each point's 10th percentile (``statistic="p10"``, the
+    quiet machine): per role ``<Role>QuietCvMape``/``...CvWithin`` (mean over held-out axes),
+    ``<Role>QuietModel`` and ``<Role>QuietNoiseFloor``, with ``<Role>NoiseFloor`` of the median fit
+    beside it; the batch crossover against ``Cuda`` (``XoverQuietBatch...``, ``XoverVmQuietBatch...``)."""
+    macros = []
+    for role in sorted(fits):
+        fit, q = fits[role], quiet.get(role)
+        values = _cv_values(q)[""] if q is not None else (np.nan, np.nan)
+        macros += [
+            Macro(role + "QuietCvMape", format_quantity(values[0], "%", 2), f"{role}: CV MAPE (mean over axes), 10th percentile"),
+            Macro(role + "QuietCvWithin", format_quantity(values[1], "%", 2), f"{role}: % within tolerance, 10th percentile"),
+            Macro(role + "QuietModel", NA if q is None else _tt(q.model), f"{role}: model CV picks, 10th percentile"),
+            Macro(role + "QuietNoiseFloor", format_quantity(np.nan if q is None else q.noise_floor_pct, "%", 2),
+                  f"{role}: mean |one round's 10th percentile / median of the rounds' - 1|"),
+            Macro(role + "NoiseFloor", format_quantity(np.nan if fit is None else fit.noise_floor_pct, "%", 2),
+                  f"{role}: mean |one round's median / median of the rounds' - 1|, as the fit reports it"),
+        ]
+    gpu = quiet.get("Cuda")
+    for cpu_role in ("Host", "Vm"):
+        cpu = quiet.get(cpu_role)
+        name = "Xover" + ("" if cpu_role == "Host" else cpu_role) + "QuietBatch"
+        fixed = dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
+        c = A.crossover(cpu, gpu, "batch_size", **fixed) if cpu is not None and gpu is not None else None
+        names = {} if c is None else {cpu.label: "CPU", gpu.label: "GPU"}
+        macros += [Macro(name, NA if c is None else (format_number(c.x) if c.x else "none"),
+                         f"{cpu_role} vs Cuda along batch_size, 10th percentiles"),
+                   Macro(name + "CI", NA if c is None or c.x is None else format_interval(c.low, c.high), "bootstrap interval"),
+                   Macro(name + "Text", _crossover_text(c, "batch size", names), "the crossover as a phrase")]
+    return macros
+
+
+def run_to_run_macros(frame: pd.DataFrame) -> list:
+    """How closely two runs of one machine agree, per statistic: the sizes of the baseline slice
+    that two results directories of the same machine and device both measured (the VM's quick and
+    paper runs), mean ``|log(a / b)|`` of ``median_s`` and of ``p10_s`` (``RunToRunMedian``,
+    ``RunToRunQuiet``, ``RunToRunPoints``, ``RunToRunMachine``)."""
+    base = baseline_rows(frame)
+    best = None
+    for (machine, device), rows in base.groupby(["machine", "device"]):
+        dirs = sorted(rows["results_dir"].unique())
+        for i, a in enumerate(dirs):
+            for b in dirs[i + 1:]:
+                per_size = [rows[rows["results_dir"] == r].groupby(list(A.AXES))[["median_s", "p10_s"]].median()
+                            for r in (a, b)]
+                pair = per_size[0].merge(per_size[1], left_index=True, right_index=True, suffixes=("", "_b"))
+                if len(pair) and (best is None or len(pair) > len(best[1])):
+                    best = (machine, pair)
+    if best is None:
+        return [Macro(n, NA, "no two runs of one machine share sizes")
+                for n in ("RunToRunMedian", "RunToRunQuiet", "RunToRunPoints", "RunToRunMachine")]
+    machine, pair = best
+    dev = {c: 100 * float(np.mean(np.abs(np.log(pair[c] / pair[c + "_b"])))) for c in ("median_s", "p10_s")}
+    return [Macro("RunToRunMedian", format_quantity(dev["median_s"], "%", 2), "mean |log ratio| of medians, two runs"),
+            Macro("RunToRunQuiet", format_quantity(dev["p10_s"], "%", 2), "mean |log ratio| of 10th percentiles, two runs"),
+            Macro("RunToRunPoints", format_number(len(pair), 6), "sizes both runs measured"),
+            Macro("RunToRunMachine", _tt(machine), "the machine of the two runs")]
+
+
+#: The refinement that is not a default candidate (see crossover.analysis) and the models it adds.
+GEMM_MODELS = ("roofline+gemm", "roofline+hockney+gemm", "roofline+cache+hockney+gemm")
+
+
+def gemm_macros(fits: dict, with_gemm: dict) -> list:
+    """The baseline series refitted with the ``gemm`` candidates added (no bootstrap): per role the
+    model CV then picks (``<Role>GemmModel``), its mean CV MAPE (``<Role>GemmCvMape``) and its
+    per-layer matrix-matrix cost if it has one (``<Role>GemmCost``); and the batch crossover of the
+    host CPU against the GPU with those fits (``XoverGemmBatch``)."""
+    macros = []
+    for role in sorted(fits):
+        g = with_gemm.get(role)
+        cost = np.nan
+        if g is not None and "gemm_layer_s" in A.model_parameters(g.model):
+            cost = float(g.params[A.model_parameters(g.model).index("gemm_layer_s")])
+        macros += [Macro(role + "GemmModel", NA if g is None else _tt(g.model), f"{role}: model CV picks with gemm candidates"),
+                   Macro(role + "GemmCvMape", format_quantity(np.nan if g is None else g.cv_score(), "%", 2),
+                         f"{role}: its mean CV MAPE"),
+                   Macro(role + "GemmCost", format_quantity(cost, "s") if np.isfinite(cost) else DASH,
+                         f"{role}: per-layer matrix-matrix cost at batch > 1")]
+    cpu, gpu = with_gemm.get("Host"), with_gemm.get("Cuda")
+    c = A.crossover(cpu, gpu, "batch_size", d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"]) \
+        if cpu is not None and gpu is not None else None
+    macros.append(Macro("XoverGemmBatch", NA if c is None else (format_number(c.x) if c.x else "none"),
+                        "Host vs Cuda along batch_size, fits with gemm candidates"))
     return macros
 
 
@@ -587,7 +676,8 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     """Every macro the paper uses, from the results directories ``results`` (see module docstring)."""
     if isinstance(results, (str, Path)):
         results = [results]
-    frame = main_runs(load_results(results, raw=True))
+    everything = load_results(results, raw=True)
+    frame = main_runs(everything)
     if frame.empty:
         raise A.AnalysisError(f"no measured points in {', '.join(map(str, results))}")
     dirs = set(frame["results_dir"])
@@ -613,6 +703,11 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
         macros += parameter_macros(role, fit)
     macros += accuracy_macros(fits)
     macros += crossover_macros(fits, level)
+    quiet = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs, statistic="p10")
+    macros += quiet_macros(fits, {r: quiet.get(r) for r in fits}, level)
+    macros += run_to_run_macros(everything)
+    with_gemm = fit_baseline(frame, roles, models=tuple(models) + GEMM_MODELS, n_boot=0, seed=seed, jobs=jobs)
+    macros += gemm_macros(fits, {r: with_gemm.get(r) for r in fits})
     macros += mode_macros(frame, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     macros += round_macros(rounds, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles}, superseded)
     return macros

@@ -400,13 +400,18 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     ``n_rounds``, ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
     drifted between rounds) and ``round_deviation`` (mean of ``|round median / median_s - 1|``: how
     far one round's measurement typically lies from the combined one, the noise floor a latency
-    model's error is judged against). Skipped rows are kept once.
+    model's error is judged against). It also adds ``p10_s``, the 10th percentile of the pooled
+    repeats (the latency when the shared machine is quiet; see :data:`QUIET_QUANTILE`), and
+    ``p10_round_deviation``, the same noise floor for it (mean of ``|one round's 10th percentile /
+    the median of the rounds' 10th percentiles - 1|``). Skipped rows are kept once.
     """
     if frame.empty:
         out = frame.drop(columns=["round"]).copy()
         out["n_rounds"] = pd.Series(dtype="int64")
         out["round_spread"] = pd.Series(dtype="float64")
         out["round_deviation"] = pd.Series(dtype="float64")
+        out["p10_s"] = pd.Series(dtype="float64")
+        out["p10_round_deviation"] = pd.Series(dtype="float64")
         return out
     key = [c for c in KEY_COLUMNS if c != "round"] + ["results_dir"]
     rows = []
@@ -415,7 +420,8 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first.pop("round")
         ok = group[group["status"] == "ok"]
         if ok.empty:
-            first.update(n_rounds=0, round_spread=np.nan, round_deviation=np.nan)
+            first.update(n_rounds=0, round_spread=np.nan, round_deviation=np.nan, p10_s=np.nan,
+                         p10_round_deviation=np.nan)
             rows.append(first)
             continue
         first = ok.iloc[0].to_dict()
@@ -431,15 +437,40 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first["round_spread"] = float(medians.max() / medians.min() - 1) if len(ok) > 1 else 0.0
         first["round_deviation"] = (float(np.mean(np.abs(medians / first["median_s"] - 1)))
                                     if len(ok) > 1 else np.nan)
+        first["p10_s"], first["p10_round_deviation"] = _quiet_latency(ok["raw_times_s"], first["median_s"])
         first["warnings"] = "; ".join(sorted({w for w in ok["warnings"] if w}))
         rows.append(first)
-    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"] + ["n_rounds", "round_spread", "round_deviation"])
+    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"]
+                            + ["n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation"])
     for column, kind in COLUMN_TYPES.items():
         if column in combined and kind is int:
             combined[column] = combined[column].astype("int64")
         elif column in combined and kind == "optional int":
             combined[column] = combined[column].astype("Int64")
     return combined.reset_index(drop=True)
+
+
+#: The quantile of a point's pooled repeats that ``p10_s`` reports.
+QUIET_QUANTILE = 0.10
+
+
+def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
+    """(``p10_s``, ``p10_round_deviation``) of one point from its rounds' raw repeats.
+
+    On a shared machine a slow spell (a neighbour on the same cores or caches, a launch path that
+    drifts between runs) lengthens every repeat of a round, so the median of a round carries it; the
+    low tail of the repeats pooled over rounds is set by the rounds measured while the machine was
+    quiet, and repeats itself from run to run far better (Chen & Revels, "Robust benchmarking in
+    noisy environments", 2016, argue for the minimum; a low quantile keeps some robustness to a
+    single lucky repeat). Without raw repeats the point's ``median_s`` stands in.
+    """
+    pooled = np.array([v for times in rounds_raw for v in times], dtype=float)
+    if not len(pooled):
+        return float(median_s), np.nan
+    quiet = float(np.quantile(pooled, QUIET_QUANTILE))
+    per_round = np.array([np.quantile(times, QUIET_QUANTILE) for times in rounds_raw if len(times)])
+    deviation = float(np.mean(np.abs(per_round / np.median(per_round) - 1))) if len(per_round) > 1 else np.nan
+    return quiet, deviation
 
 
 def raw_times_to_text(values: Iterable[float]) -> str:

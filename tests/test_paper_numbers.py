@@ -165,3 +165,37 @@ def test_paper_and_figures_bootstrap_alike():
     from crossover import figures
 
     assert P.N_BOOT == figures.N_BOOT  # same draws (and seeds, by label): the figures' intervals are the text's
+
+
+def test_quiet_and_gemm_macros(macros):
+    text, _, _ = macros
+
+    def log_ratio(b):
+        return float(np.log(A.model_latency_s("roofline", HOST, 128, 128, b)
+                            / A.model_latency_s("roofline", CUDA, 128, 128, b)))
+
+    # 1% noise: the 10th percentile sits ~1% under the median on both devices, the crossover stays
+    assert _value(text["XoverQuietBatch"]) == pytest.approx(optimize.brentq(log_ratio, 1, 2048), rel=0.1)
+    assert text["HostQuietModel"] == "\\texttt{roofline}"
+    assert _value(text["HostQuietCvMape"]) < 5
+    # the gemm candidates join the fits that only had "roofline": CV picks one of the two kinds
+    assert text["HostGemmModel"] in ("\\texttt{roofline}", "\\texttt{roofline+gemm}")
+    assert _value(text["XoverGemmBatch"]) == pytest.approx(_value(text["XoverBatch"]), rel=0.2)
+
+
+def test_run_to_run_compares_two_runs_of_one_machine(tmp_path):
+    from crossover.results import load_results
+
+    _write(tmp_path / "a", "synth-vm", {"cpu": VM}, seed=3)
+    _write(tmp_path / "b", "synth-vm", {"cpu": {**VM, "layer_s": 1.5 * VM["layer_s"]}}, seed=4)
+    text = {m.name: m.text for m in P.run_to_run_macros(load_results([tmp_path], raw=True))}
+    expected = {}
+    for d, n, b, _ in _sizes():
+        a = A.model_latency_s("roofline", VM, d, n, b)
+        expected[(d, n, b)] = abs(np.log(A.model_latency_s("roofline", {**VM, "layer_s": 1.5 * VM["layer_s"]}, d, n, b) / a))
+    mean = 100 * float(np.mean(list(expected.values())))
+    assert _value(text["RunToRunMedian"]) == pytest.approx(mean, rel=0.1)
+    assert _value(text["RunToRunQuiet"]) == pytest.approx(mean, rel=0.1)
+    assert text["RunToRunPoints"] == str(len(expected)) and text["RunToRunMachine"] == "\\texttt{synth-vm}"
+    alone = {m.name: m.text for m in P.run_to_run_macros(load_results([tmp_path / "a"], raw=True))}
+    assert alone["RunToRunMedian"] == P.NA
