@@ -21,7 +21,8 @@ refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func
     overlap     the smooth-max exponent p is fitted (1: compute and memory add up, large: max)
     gemm        layer -> layer + gemm for batch > 1: a batch of one runs a matrix-vector kernel, a
                 larger batch a matrix-matrix one with its own fixed cost per call (on the CPU,
-                MKL's GEMM set-up and weight packing: ``experiments/bench_gemv_gemm.py``)
+                MKL's GEMM set-up and weight packing: ``experiments/bench_gemv_gemm.py``). A step
+                at batch 2, so a crossover found between batch 1 and 2 may be that step.
 
 ``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
 forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
@@ -35,9 +36,11 @@ fitted crossover away from the measured one. Ask for it with ``models=`` / ``--m
 
 Each point's latency is, by default, the median of its rounds' medians (``statistic="median"``: the
 typical step). ``statistic="p10"`` fits the 10th percentile of its repeats pooled over rounds instead
-(``p10_s`` of :func:`crossover.results.combine_rounds_of`): the step on a quiet machine, which on a
-shared host repeats more closely from run to run (the VM's two shipped runs: 14% against 20% mean
-absolute log ratio; ``experiments/bench_statistic.py`` measures it afresh).
+(``p10_s`` of :func:`crossover.results.combine_rounds_of`), ``statistic="min"`` the fastest repeat
+(``min_s``): the step on a quiet machine. On a shared host the low tail comes from the rounds taken
+while the machine was quiet, so it often repeats more closely from one run to another, though not
+when a slow spell outlasts a whole run; within one run it varies from round to round about as much
+as the median. ``experiments/bench_statistic.py`` compares the three over independent runs.
 
 Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
 (each point's measured time is replaced by the fitted time times a log residual drawn with
@@ -147,7 +150,10 @@ MODELS = {name: model_parameters(name) for name in (
 )}
 #: What a point's latency is: the column of the results each statistic reads, and the column holding
 #: its noise floor (see :func:`crossover.results.combine_rounds_of`).
-STATISTICS = {"median": ("median_s", "round_deviation"), "p10": ("p10_s", "p10_round_deviation")}
+#: The third item is the quantile of a point's raw repeats that the statistic is (for the bootstrap).
+STATISTICS = {"median": ("median_s", "round_deviation", 0.5),
+              "p10": ("p10_s", "p10_round_deviation", QUIET_QUANTILE),
+              "min": ("min_s", "min_round_deviation", 0.0)}
 
 
 # ---------------------------------------------------------------------------------- the models
@@ -282,16 +288,14 @@ def _use_statistic(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
     noise floor) taken from ``statistic``'s columns (see :data:`STATISTICS`)."""
     if statistic not in STATISTICS:
         raise AnalysisError(f"unknown statistic {statistic!r}; expected one of {list(STATISTICS)}")
-    if statistic == "median" or frame.attrs.get("statistic") == statistic:
+    if statistic == "median":
         return frame
-    value, noise = STATISTICS[statistic]
-    if value not in frame:
+    value, noise, _ = STATISTICS[statistic]
+    if value not in frame or not frame[value].notna().any():
         raise AnalysisError(f"results lack {value} (statistic {statistic!r}): load them with "
                             "crossover.load_results, which combines rounds")
     out = frame.assign(median_s=frame[value])
-    out = out.assign(round_deviation=frame[noise]) if noise in frame else out.drop(columns="round_deviation", errors="ignore")
-    out.attrs["statistic"] = statistic
-    return out
+    return out.assign(round_deviation=frame[noise]) if noise in frame else out.drop(columns="round_deviation", errors="ignore")
 
 
 def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
@@ -527,9 +531,10 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         See :func:`cv_splits`.
     label : str, optional
         Name of the series (default ``machine/device``).
-    statistic : {"median", "p10"}
-        Each point's latency: the median of its rounds' medians (default) or the 10th percentile of
-        its pooled repeats (the quiet machine; needs ``p10_s`` from :func:`crossover.load_results`).
+    statistic : {"median", "p10", "min"}
+        Each point's latency: the median of its rounds' medians (default), the 10th percentile of
+        its pooled repeats or the fastest repeat (the quiet machine; ``p10_s`` and ``min_s`` from
+        :func:`crossover.load_results`).
         ``points``, the noise floor and the predictions are then of that statistic.
     """
     frame = _check_frame(frame, statistic)
@@ -567,7 +572,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
                                  method="percentile", confidence_level=level, rng=np.random.default_rng(seed))
         draws = np.exp(np.atleast_2d(result.bootstrap_distribution).T)
     elif n_boot > 0:
-        quantile = QUIET_QUANTILE if statistic == "p10" else 0.5
+        quantile = STATISTICS[statistic][2]
 
         def refit(*samples):
             latencies = np.array([np.quantile(s, quantile) for s in samples])
@@ -699,6 +704,9 @@ def crossover(fit_a: SeriesFit, fit_b: SeriesFit, axis: str = "batch_size", *, d
     """
     if axis not in AXES:
         raise AnalysisError(f"unknown axis {axis!r}; expected one of {AXES}")
+    if fit_a.statistic != fit_b.statistic:
+        raise AnalysisError(f"{fit_a.label} is fitted on the {fit_a.statistic}, {fit_b.label} on the "
+                            f"{fit_b.statistic}: fit both on the same statistic to compare them")
     fixed = dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
     fixed.pop(axis)
     if x_range is None:
@@ -855,7 +863,7 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         devices.append(dict(device=fit.key["device"], machine=fit.key["machine"], series=fit.label,
                             model=fit.model, latency_s=float(fit.latency_s(d_model, n_layers, batch_size)),
                             latency_low_s=low, latency_high_s=high, prediction_low_s=p_low,
-                            prediction_high_s=p_high, cv_mape_pct=fit.cv_score(),
+                            prediction_high_s=p_high, cv_mape_pct=fit.cv_score(), statistic=fit.statistic,
                             extrapolated=not fit.in_range(**config)))
     devices.sort(key=lambda item: item["latency_s"])
     result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, devices=devices,

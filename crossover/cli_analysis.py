@@ -15,6 +15,13 @@ from .cli import _comma_list, _positive_int, _print_json
 
 __all__ = ["add_fit", "add_predict", "DEFAULT_RESULTS"]
 
+#: Per statistic: what a latency is, what one round's value is called, what it is compared with.
+STATISTIC_TEXT = {
+    "median": ("median of the rounds", "median", "the median of its rounds' medians"),
+    "p10": ("10th percentile of the repeats", "10th percentile", "the 10th percentile of its pooled repeats"),
+    "min": ("fastest repeat", "fastest repeat", "the fastest over its rounds"),
+}
+
 #: The reference measurements shipped with the repository.
 DEFAULT_RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results"
 
@@ -24,17 +31,19 @@ def _common(p) -> None:
                    help="results directories (merged), each holding one run or several machines' runs "
                         "(default: the shipped reference data); e.g. your own quick CPU run next to a "
                         "shipped GPU to compare them")
-    p.add_argument("--models", help="comma-separated candidate models (default: all; grouped CV picks one)")
+    p.add_argument("--models", help="comma-separated candidate models, replacing the defaults (grouped CV picks "
+                                    "one); e.g. roofline,roofline+hockney,roofline+gemm")
     p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for intervals (default 200)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--bootstrap", choices=("residuals", "repeats"), default="residuals",
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
                         "covers drift between rounds and model misfit) or each point's raw repeats "
                         "(only the noise within one measurement, much narrower)")
-    p.add_argument("--statistic", choices=("median", "p10"), default="median",
+    p.add_argument("--statistic", choices=("median", "p10", "min"), default="median",
                    help="each point's latency: the median of its rounds' medians (default: the typical "
-                        "step) or the 10th percentile of its repeats pooled over rounds (the step on a "
-                        "quiet machine; repeats more closely from run to run on a shared host)")
+                        "step), the 10th percentile of its repeats pooled over rounds, or its fastest "
+                        "repeat (the step on a quiet machine; on a shared host these often repeat more "
+                        "closely from run to run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -51,7 +60,7 @@ def _fit(args, frame):
             unknown.append(model)
     if unknown:
         raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)} "
-                            "or roofline+ any of hockney, cache, ramp, split, overlap")
+                            "or roofline+ any of hockney, cache, ramp, split, overlap, gemm")
     if args.n_boot < 0:
         raise AnalysisError(f"--n-boot must be 0 or more, got {args.n_boot}")
     progress = None
@@ -132,7 +141,7 @@ def _print_series(fit) -> None:
     n_boot = 0 if fit.draws is None else len(fit.draws)
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
           f"{k['threads']} threads; {len(fit.points)} points; latency = "
-          f"{'median of the rounds' if fit.statistic == 'median' else '10th percentile of the repeats'})")
+          f"{STATISTIC_TEXT[fit.statistic][0]})")
     what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
@@ -162,8 +171,8 @@ def _print_series(fit) -> None:
         print(f"  {fit.model}, held-out values inside the trained range only (interpolation): MAPE "
               + ", ".join(parts))
     if fit.noise_floor_points:
-        what = "median" if fit.statistic == "median" else "10th percentile"
-        print(f"  noise floor: one round's {what} lies {fit.noise_floor_pct:.1f}% from the median of its rounds' {what}s "
+        what, fitted = STATISTIC_TEXT[fit.statistic][1:]
+        print(f"  noise floor: one round's {what} lies {fit.noise_floor_pct:.1f}% from {fitted} "
               f"(mean over {fit.noise_floor_points} points measured in 2+ rounds): drift no model of the sizes "
               "can explain, so a held-out MAPE near it is as good as these data allow")
     print()
@@ -213,8 +222,9 @@ def _cmd_predict(args) -> int:
     if args.json:
         _print_json(result)
         return 0
+    statistic = STATISTIC_TEXT[args.statistic][0]
     print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
-          f"({', '.join(wanted.values())})")
+          f"({', '.join(wanted.values())}; latency = {statistic})")
     for item in result["devices"]:
         note = "  [outside the measured range]" if item["extrapolated"] else ""
         print(f"  {item['series']:<32s} {item['latency_s'] * 1e3:10.4g} ms  "

@@ -342,23 +342,21 @@ def accuracy_macros(fits: dict) -> list:
     return macros
 
 
-def quiet_macros(fits: dict, quiet: dict, level: float = 0.95) -> list:
+def quiet_macros(fits: dict, quiet: dict) -> list:
     """The same baseline series fitted on each point's 10th percentile (``statistic="p10"``, the
     quiet machine): per role ``<Role>QuietCvMape``/``...CvWithin`` (mean over held-out axes),
-    ``<Role>QuietModel`` and ``<Role>QuietNoiseFloor``, with ``<Role>NoiseFloor`` of the median fit
-    beside it; the batch crossover against ``Cuda`` (``XoverQuietBatch...``, ``XoverVmQuietBatch...``)."""
+    ``<Role>QuietModel`` and ``<Role>QuietNoiseFloor``; the batch crossover against ``Cuda``
+    (``XoverQuietBatch...``, ``XoverVmQuietBatch...``)."""
     macros = []
     for role in sorted(fits):
-        fit, q = fits[role], quiet.get(role)
+        q = quiet.get(role)
         values = _cv_values(q)[""] if q is not None else (np.nan, np.nan)
         macros += [
             Macro(role + "QuietCvMape", format_quantity(values[0], "%", 2), f"{role}: CV MAPE (mean over axes), 10th percentile"),
             Macro(role + "QuietCvWithin", format_quantity(values[1], "%", 2), f"{role}: % within tolerance, 10th percentile"),
             Macro(role + "QuietModel", NA if q is None else _tt(q.model), f"{role}: model CV picks, 10th percentile"),
             Macro(role + "QuietNoiseFloor", format_quantity(np.nan if q is None else q.noise_floor_pct, "%", 2),
-                  f"{role}: mean |one round's 10th percentile / median of the rounds' - 1|"),
-            Macro(role + "NoiseFloor", format_quantity(np.nan if fit is None else fit.noise_floor_pct, "%", 2),
-                  f"{role}: mean |one round's median / median of the rounds' - 1|, as the fit reports it"),
+                  f"{role}: mean |one round's 10th percentile / the pooled one - 1|"),
         ]
     gpu = quiet.get("Cuda")
     for cpu_role in ("Host", "Vm"):
@@ -704,7 +702,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += accuracy_macros(fits)
     macros += crossover_macros(fits, level)
     quiet = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs, statistic="p10")
-    macros += quiet_macros(fits, {r: quiet.get(r) for r in fits}, level)
+    macros += quiet_macros(fits, {r: quiet.get(r) for r in fits})
     macros += run_to_run_macros(everything)
     with_gemm = fit_baseline(frame, roles, models=tuple(models) + GEMM_MODELS, n_boot=0, seed=seed, jobs=jobs)
     macros += gemm_macros(fits, {r: with_gemm.get(r) for r in fits})

@@ -403,7 +403,8 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     model's error is judged against). It also adds ``p10_s``, the 10th percentile of the pooled
     repeats (the latency when the shared machine is quiet; see :data:`QUIET_QUANTILE`), and
     ``p10_round_deviation``, the same noise floor for it (mean of ``|one round's 10th percentile /
-    the median of the rounds' 10th percentiles - 1|``). Skipped rows are kept once.
+    p10_s - 1|``), and ``min_round_deviation`` (mean of ``|one round's fastest repeat / min_s - 1|``).
+    Skipped rows are kept once.
     """
     if frame.empty:
         out = frame.drop(columns=["round"]).copy()
@@ -412,6 +413,7 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         out["round_deviation"] = pd.Series(dtype="float64")
         out["p10_s"] = pd.Series(dtype="float64")
         out["p10_round_deviation"] = pd.Series(dtype="float64")
+        out["min_round_deviation"] = pd.Series(dtype="float64")
         return out
     key = [c for c in KEY_COLUMNS if c != "round"] + ["results_dir"]
     rows = []
@@ -421,7 +423,7 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         ok = group[group["status"] == "ok"]
         if ok.empty:
             first.update(n_rounds=0, round_spread=np.nan, round_deviation=np.nan, p10_s=np.nan,
-                         p10_round_deviation=np.nan)
+                         p10_round_deviation=np.nan, min_round_deviation=np.nan)
             rows.append(first)
             continue
         first = ok.iloc[0].to_dict()
@@ -438,10 +440,13 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first["round_deviation"] = (float(np.mean(np.abs(medians / first["median_s"] - 1)))
                                     if len(ok) > 1 else np.nan)
         first["p10_s"], first["p10_round_deviation"] = _quiet_latency(ok["raw_times_s"], first["median_s"])
+        first["min_round_deviation"] = (float(np.mean(np.abs(ok["min_s"] / first["min_s"] - 1)))
+                                        if len(ok) > 1 else np.nan)
         first["warnings"] = "; ".join(sorted({w for w in ok["warnings"] if w}))
         rows.append(first)
     combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"]
-                            + ["n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation"])
+                            + ["n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation",
+                               "min_round_deviation"])
     for column, kind in COLUMN_TYPES.items():
         if column in combined and kind is int:
             combined[column] = combined[column].astype("int64")
@@ -462,14 +467,15 @@ def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
     low tail of the repeats pooled over rounds is set by the rounds measured while the machine was
     quiet, and repeats itself from run to run far better (Chen & Revels, "Robust benchmarking in
     noisy environments", 2016, argue for the minimum; a low quantile keeps some robustness to a
-    single lucky repeat). Without raw repeats the point's ``median_s`` stands in.
+    single lucky repeat; with fewer than ten repeats pooled it is the fastest one). Without raw
+    repeats the point's ``median_s`` stands in.
     """
     pooled = np.array([v for times in rounds_raw for v in times], dtype=float)
     if not len(pooled):
         return float(median_s), np.nan
     quiet = float(np.quantile(pooled, QUIET_QUANTILE))
     per_round = np.array([np.quantile(times, QUIET_QUANTILE) for times in rounds_raw if len(times)])
-    deviation = float(np.mean(np.abs(per_round / np.median(per_round) - 1))) if len(per_round) > 1 else np.nan
+    deviation = float(np.mean(np.abs(per_round / quiet - 1))) if len(per_round) > 1 else np.nan
     return quiet, deviation
 
 
