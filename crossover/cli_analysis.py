@@ -39,7 +39,7 @@ def _common(p) -> None:
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
                         "covers drift between rounds and model misfit) or each point's raw repeats "
                         "(only the noise within one measurement, much narrower)")
-    p.add_argument("--statistic", choices=("median", "p10", "min"), default="median",
+    p.add_argument("--statistic", choices=tuple(STATISTIC_TEXT), default="median",
                    help="each point's latency: the median of its rounds' medians (default: the typical "
                         "step), the 10th percentile of its repeats pooled over rounds, or its fastest "
                         "repeat (the step on a quiet machine; on a shared host these often repeat more "

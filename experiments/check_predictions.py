@@ -16,9 +16,9 @@ import sys
 
 import numpy as np
 
-from crossover.analysis import MODELS, fit_results, predict
+from crossover.analysis import MODELS, STATISTICS, fit_results, predict
 from crossover.measurement import Config, measure
-from crossover.results import QUIET_QUANTILE, load_results
+from crossover.results import load_results
 from crossover.timing import TimerOptions
 
 ODD_CONFIGS = [  # (d_model, n_layers, batch_size), none of them in the quick suite
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measurement rounds per config (default 3)")
     parser.add_argument("--n-boot", type=int, default=50)
     parser.add_argument("--models", help="comma-separated candidate models (default: crossover's MODELS)")
-    parser.add_argument("--statistic", choices=("median", "p10", "min"), default="median",
+    parser.add_argument("--statistic", choices=tuple(STATISTICS), default="median",
                         help="each point's latency, in the fit and in the fresh measurement")
     args = parser.parse_args(argv)
     frame = load_results(args.results, raw=True)
@@ -51,8 +51,8 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for c in ODD_CONFIGS:
             rounds[c].append(measure(Config(*c), options).timing.raw_times_s)
-    if args.statistic != "median":
-        quantile = QUIET_QUANTILE if args.statistic == "p10" else 0.0
+    if args.statistic != "median":  # a quantile of the repeats pooled over rounds, as load_results computes it
+        quantile = STATISTICS[args.statistic][2]
         measured = {c: np.quantile(np.concatenate(r), quantile) for c, r in rounds.items()}
     else:
         measured = {c: np.median([np.median(times) for times in r]) for c, r in rounds.items()}

@@ -482,6 +482,9 @@ def test_fit_recovers_the_matrix_matrix_cost_and_cv_prefers_the_gemm_model():
 
 
 def test_cli_fit_statistic(capsys, results_dir):
+    from crossover.cli_analysis import STATISTIC_TEXT
+
+    assert set(STATISTIC_TEXT) == set(A.STATISTICS)  # the CLI offers and describes every statistic
     status, out, err = run(capsys, "fit", "--results", results_dir, "--models", "affine", "--n-boot", 0,
                            "--statistic", "p10", "--json")
     assert status == 0, err
