@@ -115,6 +115,9 @@ def _add_measure(sub) -> None:
     p.add_argument("--target-rel-ci", type=_positive_float, default=0.01,
                    help="stop when the median's 95%% CI is within ± this fraction (default 0.01)")
     p.add_argument("--profile", action="store_true", help="also count operators/kernels per step")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse to measure (exit 2) when other processes compete for the cores, "
+                        "before or while timing; without it the result carries a warning")
     p.add_argument("--raw", action="store_true", help="include the raw per-repeat times in --json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_measure)
@@ -144,8 +147,18 @@ def _cmd_measure(args) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from .busy import check_machine
+    from .errors import BusyMachineError
+
+    threads = config.threads or _usable_cores()
+    before = check_machine(threads if config.device == "cpu" else 1)
+    if args.strict and before.busy:
+        raise BusyMachineError(f"refusing to measure (--strict): {before.warnings[0]}")
     result = measure(config, options, profile=args.profile)
+    if args.strict and result.load is not None and result.load.busy:
+        raise BusyMachineError(f"measured on a busy machine (--strict): {result.load.warnings[0]}")
     summary = result.summary()
+    summary["warnings"] = list(before.warnings) + [w for w in summary["warnings"] if w not in before.warnings]
     if args.raw:
         summary["raw_times_s"] = list(result.timing.raw_times_s)
     if args.json:
@@ -175,9 +188,15 @@ def _cmd_measure(args) -> int:
         if not math.isnan(summary["kernels_per_step"]):
             print(f", kernels per step {summary['kernels_per_step']:.0f}", end="")
         print()
-    for warning in filter(None, summary["warnings"].split("; ")):
+    for warning in summary["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _usable_cores() -> int:
+    from .env import usable_cores
+
+    return usable_cores()
 
 
 # ----------------------------------------------------------------------------------------- sweep
@@ -199,7 +218,13 @@ def _add_sweep(sub) -> None:
     p.add_argument("--machine", help="machine label for the rows (default: from the CPU/GPU name)")
     p.add_argument("--devices", help="comma-separated subset of the suite's devices, e.g. cpu")
     p.add_argument("--only", help="comma-separated sweep names of the suite to run (default: all)")
-    p.add_argument("--dry-run", action="store_true", help="list the planned points and exit")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the planned measurements in the order they would run, and exit")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse to start on a busy machine, and stop (results kept) when a measurement "
+                        "finds other processes competing for its cores; without it such rows are flagged")
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="resume into results recorded with another torch, CPU, thread count, GPU or driver")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
@@ -211,17 +236,24 @@ def _cmd_sweep(args) -> int:
     suite = select_sweeps(load_suite(args.suite), _comma_list(args.only))
     devices = resolve_devices(suite, _comma_list(args.devices))
     if args.dry_run:
+        from .sweep import plan_rounds
+
         points = suite.points(devices)
-        for point in points:
-            c = point.config
+        plan = plan_rounds(points, seed=suite.seed, pair_by=suite.pair_by,
+                           references=tuple(suite.reference_configs(devices)), reference_every=suite.reference_every)
+        for item in plan:
+            c = item.point.config
             cap = suite.cap_reason(c)
-            print(f"{point.sweep:14s} {c.device:4s} d={c.d_model:<5d} L={c.n_layers:<5d} B={c.batch_size:<5d} "
-                  f"{c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} threads={c.threads} rounds={point.rounds}"
-                  + (f"  [skip: {cap}]" if cap else ""))
-        print(f"{len(points)} points, {sum(p.rounds for p in points)} measurements in all (rounds included)")
+            print(f"{item.sequence:5d} round {item.round:<3d} {item.point.sweep:14s} {c.device:4s} d={c.d_model:<5d} "
+                  f"L={c.n_layers:<5d} B={c.batch_size:<5d} {c.workload} {c.mode} {c.dtype} {c.transfer} {c.regime} "
+                  f"threads={c.threads}" + (f"  [skip: {cap}]" if cap else ""))
+        n_refs = sum(item.is_reference for item in plan)
+        print(f"{len(points)} points, {len(plan)} measurements in all ({n_refs} drift references; "
+              f"seed {suite.seed}, paired by {', '.join(suite.pair_by) or 'nothing'})")
         return 0
     summary = run_suite(
-        suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet
+        suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet,
+        strict=args.strict, allow_mixed=args.allow_mixed,
     )
     print(
         f"suite {suite.name}: {summary.measured} measured, {summary.skipped} skipped, "
@@ -237,6 +269,69 @@ def _comma_list(text: Optional[str]) -> Optional[tuple]:
     if not items:
         raise UsageError(f"expected a comma-separated list, got {text!r}")
     return items
+
+
+# ----------------------------------------------------------------------------------------- noise
+def _add_noise(sub) -> None:
+    p = sub.add_parser(
+        "noise",
+        help="measure this machine's noise floor (run-to-run deviation of each statistic)",
+        description=(
+            "Measure 8 sizes of the toy model in several independent windows, each in many short "
+            "interleaved rounds, and print how far one window's estimate of a size lies from the mean "
+            "over windows, for each statistic (median of rounds, 10th percentile, fastest repeat, 10th "
+            "percentile of the rounds whose drift reference was quiet). That is the floor any latency "
+            "prediction on this machine is judged against; with --out it is stored as DIR/noise.json, "
+            "which 'fit' and 'predict' quote. About 35 s with the defaults."
+        ),
+        epilog="example: crossover noise --out results/local",
+    )
+    p.add_argument("--windows", type=_positive_int, default=3, help="independent windows (default 3)")
+    p.add_argument("--rounds", type=_positive_int, default=None,
+                   help="rounds per window (default: the protocol's, 20 for short-rounds)")
+    p.add_argument("--pause-s", type=float, default=10.0, help="pause between windows (default 10 s)")
+    p.add_argument("--protocol", choices=("short-rounds", "legacy"), default="short-rounds",
+                   help="short-rounds (the suites' protocol) or legacy (5 rounds of up to 0.15 s, round 0 in order)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="seeds the shuffled orders")
+    p.add_argument("--out", type=Path, help="results directory to store noise.json in")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_noise)
+
+
+def _cmd_noise(args) -> int:
+    from dataclasses import replace
+
+    from .env import machine_label
+    from .noise import LEGACY, SHORT_ROUNDS, measure_noise, noise_summary, run_to_run, window_estimates, write_noise
+    from .sweep import Progress
+
+    if not (args.pause_s >= 0 and math.isfinite(args.pause_s)):
+        raise UsageError(f"--pause-s must be a non-negative number, got {args.pause_s}")
+    protocol = SHORT_ROUNDS if args.protocol == "short-rounds" else LEGACY
+    if args.rounds:
+        protocol = replace(protocol, rounds=args.rounds)
+    bar = Progress(args.windows * protocol.rounds, enabled=not args.json)
+    frame = measure_noise(protocol=protocol, windows=args.windows, pause_s=args.pause_s, seed=args.seed,
+                          on_progress=bar.update)
+    deviations = run_to_run(window_estimates(frame))
+    summary = noise_summary(deviations)
+    if args.out:
+        path = write_noise(args.out, deviations, protocol=protocol, windows=args.windows, machine=machine_label())
+    if args.json:
+        _print_json({"protocol": protocol.name, "windows": args.windows, "rounds": protocol.rounds,
+                     "summary": summary, "sizes": deviations.to_dict("records")})
+        return 0
+    print(f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}):")
+    table = deviations[["d_model", "n_layers", "batch_size"]].copy()
+    for name in ("median", "p10", "min", "p10_quiet"):
+        table[name] = [f"{v:.1%}" for v in deviations[f"{name}_deviation"]]
+    print(table.to_string(index=False))
+    for scope in ("compute_bound", "memory_or_launch_bound", "all"):
+        cells = "  ".join(f"{name} {summary[name][scope]:.1%}" for name in summary)
+        print(f"mean, {scope.replace('_', ' ')}: {cells}")
+    if args.out:
+        print(f"wrote {path}")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------- env
@@ -278,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_measure(sub)
     _add_sweep(sub)
     _add_env(sub)
+    _add_noise(sub)
     for add in _extra_commands():
         add(sub)
     return parser

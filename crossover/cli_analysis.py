@@ -39,11 +39,11 @@ def _common(p) -> None:
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
                         "covers drift between rounds and model misfit) or each point's raw repeats "
                         "(only the noise within one measurement, much narrower)")
-    p.add_argument("--statistic", choices=tuple(STATISTIC_TEXT), default="median",
-                   help="each point's latency: the median of its rounds' medians (default: the typical "
-                        "step), the 10th percentile of its repeats pooled over rounds, or its fastest "
-                        "repeat (the step on a quiet machine; on a shared host these often repeat more "
-                        "closely from run to run)")
+    p.add_argument("--statistic", choices=tuple(STATISTIC_TEXT), default="p10",
+                   help="each point's latency: the 10th percentile of its repeats pooled over rounds "
+                        "(default: the step on a quiet machine, which repeats best from run to run on a "
+                        "shared host; see experiments/bench_protocol.py), the median of its rounds' "
+                        "medians (the typical step), or its fastest repeat")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -219,6 +219,7 @@ def _cmd_predict(args) -> int:
     machine = {"machine": args.machine} if args.machine else {}
     fits = _fit(args, _load(args, **machine, **wanted))
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
+    _add_paired_rounds(args, fits, result)
     if args.json:
         _print_json(result)
         return 0
@@ -249,4 +250,29 @@ def _cmd_predict(args) -> int:
             print(f"crossover at {axis} {c['at']:.4g} [{_number(c['low'])}, {_number(c['high'])}] ({held}): "
                   f"{c['winner_below']} below, {c['winner_above']} above "
                   f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
+        if c.get("paired_rounds"):
+            print(f"  measured, round by round: {c['paired_rounds']['text']}")
     return 0
+
+
+def _add_paired_rounds(args, fits, result) -> None:
+    """Beside each fitted crossover, the empirical one: the crossing of each round's paired curves
+    (see :mod:`crossover.paired`), where both series were measured in the same rounds along the axis."""
+    from .analysis import SERIES_KEYS
+    from .paired import crossover_distribution
+    from .results import load_results
+
+    crossovers = [c for c in [result.get("crossover")] + list(result.get("crossovers") or []) if c]
+    if not crossovers:
+        return
+    rounds = load_results(args.results, combine_rounds=False)
+    for c in crossovers:
+        if "paired_rounds" in c:
+            continue
+        a, b = (fits[label].key for label in c["between"])
+        if a["machine"] != b["machine"]:
+            c["paired_rounds"] = None  # different machines are never measured in the same round
+            continue
+        dist = crossover_distribution(rounds, {k: a[k] for k in SERIES_KEYS}, {k: b[k] for k in SERIES_KEYS},
+                                      along=c["axis"], fixed=c["fixed"])
+        c["paired_rounds"] = dict(dist.to_dict(), text=dist.describe()) if dist.n_rounds else None

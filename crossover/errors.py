@@ -15,3 +15,7 @@ class SuiteError(CrossoverError):
 
 class ResultsError(CrossoverError):
     """A results directory or file that is missing, of another schema, or malformed."""
+
+
+class BusyMachineError(CrossoverError):
+    """Other processes compete for the cores a measurement needs, and the user asked for --strict."""

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import torch
 
+from .busy import LoadMonitor
 from .errors import ConfigError
 from .env import available_memory_bytes, cuda_available
 from .choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
@@ -129,10 +130,23 @@ class Measurement:
     device_busy_s: float = math.nan  # summed kernel time per step (profiler, CUDA): busy = this / median_s
     device_name: str = ""
     warnings: tuple = field(default=())
+    load: Optional[object] = None  # crossover.busy.LoadReport of the timed window, when monitored
+
+    @property
+    def all_warnings(self) -> tuple:
+        """Every warning of this measurement, each a whole sentence: the machine's, then the timer's."""
+        load_warnings = tuple(self.load.warnings) if self.load is not None else ()
+        return load_warnings + tuple(self.warnings) + tuple(self.timing.warnings)
 
     def summary(self) -> dict:
-        """A flat, JSON-friendly dict of config, counts and statistics (no raw times)."""
+        """A flat, JSON-friendly dict of config, counts and statistics (no raw times).
+
+        ``warnings`` is a list of whole sentences; ``busy`` and the load columns say whether other
+        processes competed for the cores while this point was timed (see :mod:`crossover.busy`).
+        """
         t = self.timing
+        load = self.load.as_row() if self.load is not None else {
+            "other_cpu_cores": math.nan, "cpu_utilisation": math.nan, "steal_fraction": math.nan, "busy": None}
         return {
             **asdict(self.config),
             "threads": self.threads_used,
@@ -157,7 +171,8 @@ class Measurement:
             "ops_per_step": self.ops_per_step,
             "kernels_per_step": self.kernels_per_step,
             "device_busy_s": self.device_busy_s,
-            "warnings": "; ".join(self.warnings + t.warnings),
+            **load,
+            "warnings": list(self.all_warnings),
         }
 
 
@@ -420,8 +435,13 @@ def measure(
             compile_s = time.perf_counter() - first_start
         elif config.mode == "cudagraph":
             compile_s = step.capture_s  # warm-up and capture in make_step; kept out of the latency
-        timing = time_step(step, options, regime=config.regime, sync=sync, event_factory=event_factory,
-                           synchronous=config.device == "cpu")
+        # The machine's load over the timed window: other processes on our cores inflate a CPU step
+        # (OpenMP threads wait for a descheduled sibling) without widening its IQR.
+        # A CUDA step's host side is one launching thread.
+        on_cpu = config.device == "cpu"
+        with LoadMonitor(threads=threads_used if on_cpu else 1, check_utilisation=on_cpu) as monitor:
+            timing = time_step(step, options, regime=config.regime, sync=sync, event_factory=event_factory,
+                               synchronous=config.device == "cpu")
         counts = profile_counts(step, config.device) if profile else {}
     return Measurement(
         config=config,
@@ -430,6 +450,7 @@ def measure(
         compile_s=compile_s,
         setup_s=setup_s,
         device_name=device_name,
+        load=monitor.report,
         **counts,
     )
 

@@ -15,6 +15,12 @@ Schema versions
 ---------------
 1
     First version.
+2
+    ``sequence`` (the row's position in its run's plan: the measuring order), the machine's load
+    while the point was timed (``other_cpu_cores``, ``cpu_utilisation``, ``steal_fraction``, ``busy``),
+    drift-reference rows (``sweep == "reference"``), ``sweep`` in the point key, warnings separated by
+    ``" | "``. Version-1 files are read (the new columns empty); rows are appended only to files of
+    this version.
 """
 
 from __future__ import annotations
@@ -43,17 +49,36 @@ __all__ = [
     "load_results",
     "load_metadata",
     "combine_rounds_of",
+    "attach_references",
+    "check_same_environment",
     "point_key",
+    "REFERENCE_SWEEP",
+    "DRIFT_LIMIT",
+    "WARNING_SEPARATOR",
 ]
 
 SCHEMA = "crossover-results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions this crossover reads (it writes only :data:`SCHEMA_VERSION`).
+READABLE_VERSIONS = (1, 2)
+#: Joins a row's warnings in the CSV (each warning is a whole sentence and may contain ``;``).
+WARNING_SEPARATOR = " | "
+#: The sweep name of drift-reference rows (see :func:`crossover.sweep.plan_rounds`).
+REFERENCE_SWEEP = "reference"
+#: A row is ``drifted`` when its reference reading lies this far above the run's quiet level.
+DRIFT_LIMIT = 1.25
+#: Environment fields that must agree for two runs to share a results directory (as pyperf refuses
+#: to merge runs of different CPUs): a different torch, CPU, thread count, GPU or driver is a
+#: different experiment.
+ENVIRONMENT_MUST_MATCH = ("cpu_model", "cpu_usable_cores", "torch", "torch_num_threads", "gpu_name",
+                          "gpu_driver", "cuda_runtime")
 CSV_NAME = "results.csv"
 METADATA_NAME = "metadata.json"
 
 #: Columns that identify a point; a sweep resumes by skipping keys already present.
 KEY_COLUMNS = (
     "machine",
+    "sweep",
     "device",
     "d_model",
     "n_layers",
@@ -85,6 +110,7 @@ COLUMN_TYPES = {
     "regime": str,
     "threads_requested": int,
     "round": int,  # which pass over the suite (suites can measure every point in several rounds)
+    "sequence": "optional int",  # position in the run's plan: the order points were measured in
     "threads": "optional int",  # threads used; for a skipped point, the threads requested
     "params": int,
     "flops": int,
@@ -108,11 +134,18 @@ COLUMN_TYPES = {
     "ops_per_step": float,
     "kernels_per_step": float,
     "device_busy_s": float,
+    "other_cpu_cores": float,  # cores' worth of CPU other processes used while this point was timed
+    "cpu_utilisation": float,  # this process's CPU time / (wall time × threads): < 1 when starved
+    "steal_fraction": float,  # share of the CPUs' time the hypervisor gave to other guests
+    "busy": "optional int",  # 1 when other processes competed for the cores (see crossover.busy)
     "warnings": str,
     "timestamp_utc": str,
     "raw_times_s": str,
 }
 COLUMNS = tuple(COLUMN_TYPES)
+#: The columns of schema version 1 (read, never appended to).
+V1_COLUMNS = tuple(c for c in COLUMNS if c not in ("sequence", "other_cpu_cores", "cpu_utilisation",
+                                                     "steal_fraction", "busy"))
 STATUSES = ("ok", "skipped")
 #: Skip reasons that may not hold next time; ``--resume`` retries such points.
 TRANSIENT_SKIP_PREFIXES = ("failed:", "does not fit:")
@@ -126,6 +159,8 @@ def point_key(row: dict) -> tuple:
 def _format(value) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
     if isinstance(value, float):
         return "" if math.isnan(value) else repr(value)
     return str(value)
@@ -151,14 +186,23 @@ class ResultsWriter:
         self.run_id = run_id
         if self.directory.exists() and not self.directory.is_dir():
             raise ResultsError(f"{self.directory} exists and is not a directory")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ResultsError(f"cannot create results directory {self.directory}: a part of its path is a file") from None
+        except OSError as exc:
+            raise ResultsError(f"cannot create results directory {self.directory}: {exc.strerror}") from None
         metadata = (
             load_metadata(self.directory)
             if self.metadata_path.exists()
             else {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "runs": {}}
         )
         if self.csv_path.exists():
-            _check_header(self.csv_path)
+            if _check_header(self.csv_path) != SCHEMA_VERSION:
+                raise ResultsError(
+                    f"{self.csv_path} was written by an older crossover (schema version 1); rows of "
+                    f"version {SCHEMA_VERSION} are not appended to it: choose a new --out"
+                )
             self._repair_truncated_tail()
         metadata["runs"][run_id] = environment
         _write_json_atomically(self.metadata_path, metadata)
@@ -228,20 +272,24 @@ def load_metadata(directory: Union[str, Path]) -> dict:
     if not isinstance(metadata, dict) or metadata.get("schema") != SCHEMA:
         raise ResultsError(f"{path} is not a crossover results file (schema is not {SCHEMA!r})")
     version = metadata.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ResultsError(
-            f"{path} has schema version {version!r}; this crossover reads version {SCHEMA_VERSION}"
+            f"{path} has schema version {version!r}; this crossover reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     if not isinstance(metadata.get("runs"), dict):
         raise ResultsError(f"{path} has no 'runs' mapping")
     return metadata
 
 
-def _check_header(csv_path: Path) -> None:
+def _check_header(csv_path: Path) -> int:
+    """The schema version of ``csv_path``'s header (the current one for an empty file)."""
     with open(csv_path, newline="", encoding="utf-8") as handle:
         header = next(csv.reader(handle), None)
     if header is None:
-        return
+        return SCHEMA_VERSION
+    if tuple(header) == V1_COLUMNS:
+        return 1
     if tuple(header) != COLUMNS:
         missing = [c for c in COLUMNS if c not in header]
         extra = [c for c in header if c not in COLUMNS]
@@ -249,6 +297,7 @@ def _check_header(csv_path: Path) -> None:
             f"{csv_path} has other columns than schema version {SCHEMA_VERSION} "
             f"(missing {missing[:5]}, unexpected {extra[:5]})"
         )
+    return SCHEMA_VERSION
 
 
 def _read_csv(csv_path: Path, quiet: bool = False) -> pd.DataFrame:
@@ -264,7 +313,10 @@ def _read_csv(csv_path: Path, quiet: bool = False) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO(text), dtype={c: "string" for c in COLUMNS}, keep_default_na=False)
     except (pd.errors.ParserError, ValueError) as exc:
         raise ResultsError(f"{csv_path} is not a well-formed results CSV: {str(exc).strip()}") from None
-    return _typed(frame, csv_path)
+    for column in COLUMNS:  # version 1: the newer columns are empty
+        if column not in frame:
+            frame[column] = ""
+    return _typed(frame[list(COLUMNS)], csv_path)
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -318,12 +370,71 @@ def _results_dirs(path: Path) -> list:
     return found
 
 
+def check_same_environment(directory: Union[str, Path], environment: dict) -> None:
+    """Refuse to add a run to ``directory`` when its environment differs from a run already there.
+
+    Compares :data:`ENVIRONMENT_MUST_MATCH` (a field missing on either side is not compared).
+
+    Raises
+    ------
+    ResultsError
+        Naming the first field that differs, with both values.
+    """
+    directory = Path(directory)
+    if not (directory / METADATA_NAME).exists():
+        return
+    for run_id, recorded in load_metadata(directory)["runs"].items():
+        for name in ENVIRONMENT_MUST_MATCH:
+            if name in recorded and name in environment and str(recorded[name]) != str(environment[name]):
+                raise ResultsError(
+                    f"{directory} holds run {run_id} measured with {name}={recorded[name]!r}, but this "
+                    f"machine has {name}={environment[name]!r}: such runs do not mix; choose a new --out "
+                    "(or pass --allow-mixed if you mean to)"
+                )
+
+
+def attach_references(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add each row's drift-reference reading to a frame of per-round rows.
+
+    A run that measures a reference point per device (``sweep == "reference"``) at the start of
+    every round tracks the machine's state through the run. Each row gets ``reference_s``, the
+    median of the latest reference measurement of its device before it (same results directory and
+    machine; rows in measuring order, by timestamp, then run and ``sequence``), ``drift``: that
+    reading over the run's quiet level (the 10th percentile of all its readings of that device), and
+    ``drifted``: ``drift > DRIFT_LIMIT``. Rows without a reference before them (older runs) get NaN
+    and ``drifted`` False.
+    """
+    frame = frame.copy()
+    frame["reference_s"] = np.nan
+    frame["drift"] = np.nan
+    frame["drifted"] = False
+    if frame.empty:
+        return frame
+    is_ref = (frame["sweep"] == REFERENCE_SWEEP) & (frame["status"] == "ok")
+    if not is_ref.any():
+        return frame
+    order = frame.assign(_seq=frame["sequence"].astype("Float64").fillna(-1.0))
+    order = order.sort_values(["timestamp_utc", "run_id", "_seq"], kind="stable")
+    for _, group in order.groupby(["results_dir", "machine", "device"], sort=False, dropna=False):
+        readings = group["median_s"].where(is_ref.loc[group.index])
+        if readings.notna().sum() == 0:
+            continue
+        floor = float(np.quantile(readings.dropna(), 0.10))
+        latest = readings.ffill()
+        frame.loc[group.index, "reference_s"] = latest.to_numpy()
+        frame.loc[group.index, "drift"] = (latest / floor).to_numpy()
+    frame["drifted"] = (frame["drift"] > DRIFT_LIMIT).to_numpy()
+    return frame
+
+
 def load_results(
     paths: Union[str, Path, Iterable[Union[str, Path]]],
     *,
     include_skipped: bool = False,
     raw: bool = False,
     combine_rounds: bool = True,
+    include_reference: bool = False,
+    drop_drifted: bool = False,
 ) -> pd.DataFrame:
     """Load results into one tidy DataFrame.
 
@@ -338,7 +449,13 @@ def load_results(
         Keep ``raw_times_s`` as tuples of floats; by default the column is dropped.
     combine_rounds : bool
         One row per point: a point measured in several rounds gets the median of its rounds'
-        statistics (see :func:`combine_rounds`). False keeps one row per round.
+        statistics (see :func:`combine_rounds_of`). False keeps one row per round.
+    include_reference : bool
+        Keep the drift-reference rows (``sweep == "reference"``); by default they only lend each
+        row its ``reference_s``, ``drift`` and ``drifted`` (see :func:`attach_references`).
+    drop_drifted : bool
+        Leave out the rounds measured while the drift reference sat more than :data:`DRIFT_LIMIT`
+        above its quiet level, before rounds are combined.
 
     Returns
     -------
@@ -370,8 +487,14 @@ def load_results(
         frame["results_dir"] = pd.Series(dtype=object)
     else:
         frame = pd.concat(frames, ignore_index=True)
+    frame = attach_references(frame)
+    if not include_reference:
+        frame = frame[frame["sweep"] != REFERENCE_SWEEP]
+    if drop_drifted:
+        frame = frame[~frame["drifted"]]
     if not include_skipped:
-        frame = frame[frame["status"] == "ok"].reset_index(drop=True)
+        frame = frame[frame["status"] == "ok"]
+    frame = frame.reset_index(drop=True)
     frame["raw_times_s"] = [
         tuple(float(v) for v in text.split(";")) if isinstance(text, str) and text else ()
         for text in frame["raw_times_s"]
@@ -387,6 +510,7 @@ def load_results(
 _ROUND_MEDIAN_COLUMNS = (
     "median_s", "iqr_s", "q1_s", "q3_s", "mean_s", "median_ci_low_s", "median_ci_high_s",
     "device_median_s", "ops_per_step", "kernels_per_step", "device_busy_s", "compile_s", "setup_s",
+    "other_cpu_cores", "cpu_utilisation", "steal_fraction", "reference_s", "drift",
 )
 
 
@@ -400,7 +524,8 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     ``n_rounds``, ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
     drifted between rounds) and ``round_deviation`` (mean of ``|round median / median_s - 1|``: how
     far one round's measurement typically lies from the combined one, the noise floor a latency
-    model's error is judged against). It also adds ``p10_s``, the 10th percentile of the pooled
+    model's error is judged against); ``busy`` is 1 when any round ran on a busy machine and
+    ``drifted`` counts the rounds whose drift reference sat above :data:`DRIFT_LIMIT`. It also adds ``p10_s``, the 10th percentile of the pooled
     repeats (the latency when the shared machine is quiet; see :data:`QUIET_QUANTILE`), and
     ``p10_round_deviation``, the same noise floor for it (mean of ``|one round's 10th percentile /
     p10_s - 1|``), and ``min_round_deviation`` (mean of ``|one round's fastest repeat / min_s - 1|``).
@@ -415,9 +540,12 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         out["p10_round_deviation"] = pd.Series(dtype="float64")
         out["min_round_deviation"] = pd.Series(dtype="float64")
         return out
-    key = [c for c in KEY_COLUMNS if c != "round"] + ["results_dir"]
+    # A point is its configuration: the sweeps that measured it do not split it, but drift-reference
+    # rows stay apart from a point of the same size.
+    key = [c for c in KEY_COLUMNS if c not in ("round", "sweep")] + ["results_dir"]
+    frame = frame.assign(_reference=frame["sweep"] == REFERENCE_SWEEP)
     rows = []
-    for _, group in frame.groupby(key, sort=False, dropna=False):
+    for _, group in frame.groupby(key + ["_reference"], sort=False, dropna=False):
         first = group.iloc[0].to_dict()
         first.pop("round")
         ok = group[group["status"] == "ok"]
@@ -428,7 +556,7 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         first = ok.iloc[0].to_dict()
         first.pop("round")
-        for column in _ROUND_MEDIAN_COLUMNS:
+        for column in (c for c in _ROUND_MEDIAN_COLUMNS if c in ok):
             values = ok[column].dropna()
             first[column] = float(values.median()) if len(values) else np.nan
         first["min_s"] = float(ok["min_s"].min())
@@ -442,9 +570,14 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
         first["p10_s"], first["p10_round_deviation"] = _quiet_latency(ok["raw_times_s"], first["median_s"])
         first["min_round_deviation"] = (float(np.mean(np.abs(ok["min_s"] / first["min_s"] - 1)))
                                         if len(ok) > 1 else np.nan)
-        first["warnings"] = "; ".join(sorted({w for w in ok["warnings"] if w}))
+        first["warnings"] = WARNING_SEPARATOR.join(sorted({w for w in ok["warnings"] if w}))
+        if "busy" in ok:
+            busy = ok["busy"].dropna()
+            first["busy"] = int(busy.max()) if len(busy) else pd.NA
+        if "drifted" in ok:
+            first["drifted"] = int(ok["drifted"].sum())  # rounds measured during a slow spell
         rows.append(first)
-    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c != "round"]
+    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c not in ("round", "_reference")]
                             + ["n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation",
                                "min_round_deviation"])
     for column, kind in COLUMN_TYPES.items():

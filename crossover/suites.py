@@ -18,8 +18,11 @@ A suite file looks like this (see ``experiments/suites/`` for real ones)::
     max_params = { cpu = 268435456 }  # larger points are recorded as skipped, with the reason
 
     [options]
-    rounds = 3                        # every point 3 times, minutes apart, in shuffled order
+    rounds = 3                        # every point 3 times, minutes apart, each round shuffled
     profile = false                   # also count operators/kernels per step
+    seed = 0                          # the shuffled order is replayable from it (recorded per run)
+    pair_by = ["device"]              # points differing only here are measured back to back
+    reference_every = 10              # a drift reference per device before every 10 measurements
 
     [[sweep]]
     name = "batch_size"
@@ -61,7 +64,9 @@ CONFIG_FIELDS = tuple(f.name for f in fields(Config))
 SWEEP_AXES = tuple(name for name in CONFIG_FIELDS if name != "device")
 TOP_LEVEL_KEYS = {"name", "description", "devices", "defaults", "timing", "limits", "options", "sweep"}
 LIMIT_KEYS = {"max_params", "max_flops"}
-OPTION_KEYS = {"profile", "rounds"}
+OPTION_KEYS = {"profile", "rounds", "seed", "pair_by", "reference_every"}
+#: Config fields a suite may pair by (``device`` pairs a CPU with a GPU; ``threads`` two CPU series).
+PAIRABLE = ("device", "threads", "mode", "dtype", "workload", "transfer", "regime")
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,16 @@ class Suite:
     max_flops: dict = field(default_factory=dict)  # device → FLOPs-per-step cap
     profile: bool = False
     rounds: int = 1  # measure every point this many times, each round in a fresh shuffled order
+    seed: int = 0  # seeds every round's shuffle (recorded with the run, so its order can be replayed)
+    pair_by: tuple = ("device",)  # points differing only in these fields are measured back to back
+    reference_every: int = 0  # a drift-reference measurement per device before every N points (0: once per round)
+
+    def reference_configs(self, devices: Optional[tuple] = None) -> list:
+        """The drift reference of each device: the suite's anchor sizes, eager forward float32, on
+        that device (a cheap point whose only reason to change within a run is the machine)."""
+        devices = tuple(devices) if devices is not None else self.devices
+        sizes = {k: v for k, v in self.defaults.items() if k in ("d_model", "n_layers", "batch_size", "threads")}
+        return [Config(**{**sizes, "device": device}) for device in devices]
 
     def points(self, devices: Optional[tuple] = None) -> list:
         """Every distinct point of the suite, in file order, for ``devices`` (default: the suite's)."""
@@ -221,6 +236,17 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
     rounds = options.get("rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         fail("[options] rounds must be a positive integer")
+    seed = options.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        fail("[options] seed must be a non-negative integer")
+    reference_every = options.get("reference_every", 0)
+    if isinstance(reference_every, bool) or not isinstance(reference_every, int) or reference_every < 0:
+        fail("[options] reference_every must be a non-negative integer (0: once per round)")
+    pair_by = options.get("pair_by", ["device"])
+    if isinstance(pair_by, str):
+        pair_by = [pair_by]
+    if not isinstance(pair_by, list) or any(name not in PAIRABLE for name in pair_by):
+        fail(f"[options] pair_by must be a list of some of {list(PAIRABLE)}")
 
     raw_sweeps = data.get("sweep")
     if not isinstance(raw_sweeps, list) or not raw_sweeps:
@@ -271,6 +297,9 @@ def parse_suite(data: dict, source: str = "<suite>") -> Suite:
         max_flops=caps["max_flops"],
         profile=profile,
         rounds=rounds,
+        seed=seed,
+        pair_by=tuple(pair_by),
+        reference_every=reference_every,
     )
     try:
         suite.points()  # validates every combination now, not halfway through a sweep

@@ -28,3 +28,20 @@ def run_cli(*args, env=None, timeout=300):
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def cpu_hog():
+    """A busy-loop process on every core this process may use (another user's job); always killed."""
+    import subprocess
+    import time
+
+    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(len(os.sched_getaffinity(0)))]
+    try:
+        time.sleep(0.3)  # let them get going
+        yield processes
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait(timeout=10)

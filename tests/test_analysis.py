@@ -1,3 +1,4 @@
+import functools
 """Analysis on synthetic results drawn from known parameters with multiplicative noise (fixed seeds)."""
 
 import json
@@ -12,6 +13,10 @@ from crossover.results import ResultsWriter, raw_times_to_text
 
 CPU = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=100e9, bytes_per_s=20e9)
 GPU = dict(step_s=2e-3, layer_s=1e-6, flops_per_s=20e12, bytes_per_s=2e12)
+
+# These tests are about the models and the fitting, on synthetic medians: fit that statistic.
+fit_median = functools.partial(A.fit_series, statistic="median")
+fit_results_median = functools.partial(A.fit_results, statistic="median")
 
 
 def sizes():
@@ -43,8 +48,8 @@ def two_devices():
     """Affine CPU (cheap steps, slow FLOPs) and GPU (costly steps, fast FLOPs): an analytic crossover."""
     cpu_true = dict(step_s=50e-6, flops_per_s=100e9)
     gpu_true = dict(step_s=2e-3, flops_per_s=10e12)
-    cpu = A.fit_series(synthetic("affine", cpu_true, seed=1), ["affine"], axes=(), n_boot=60, seed=1)
-    gpu = A.fit_series(synthetic("affine", gpu_true, device="cuda", seed=2), ["affine"], axes=(), n_boot=60,
+    cpu = fit_median(synthetic("affine", cpu_true, seed=1), ["affine"], axes=(), n_boot=60, seed=1)
+    gpu = fit_median(synthetic("affine", gpu_true, device="cuda", seed=2), ["affine"], axes=(), n_boot=60,
                        seed=2, label="synth/cuda")
     return cpu, gpu, cpu_true, gpu_true
 
@@ -65,7 +70,7 @@ def test_step_counts_match_the_model():
 
 
 def test_fit_recovers_roofline_parameters():
-    fit = A.fit_series(synthetic("roofline", CPU, noise=0.05), ["roofline"], axes=(), n_boot=40)
+    fit = fit_median(synthetic("roofline", CPU, noise=0.05), ["roofline"], axes=(), n_boot=40)
     table = fit.parameters().set_index("param")
     for name, true in CPU.items():
         row = table.loc[name]
@@ -78,7 +83,7 @@ def test_fit_recovers_roofline_parameters():
 def test_fit_recovers_cache_bandwidths_and_cv_prefers_the_cache_model():
     truth = dict(CPU, cache_bytes_per_s=200e9, dram_bytes_per_s=10e9, cache_bytes=16e6)
     truth.pop("bytes_per_s")
-    fit = A.fit_series(synthetic("roofline+cache", truth, noise=0.03), ["roofline", "roofline+cache"],
+    fit = fit_median(synthetic("roofline+cache", truth, noise=0.03), ["roofline", "roofline+cache"],
                        axes=("d_model",), n_boot=0)
     assert fit.model == "roofline+cache"
     params = dict(zip(A.MODELS[fit.model], fit.params))
@@ -152,7 +157,7 @@ def test_crossover_along_d_model(two_devices):
 
 def test_never_crossing_is_reported(two_devices):
     cpu, _, cpu_true, _ = two_devices
-    slower = A.fit_series(synthetic("affine", {k: v * (2 if k == "step_s" else 0.5) for k, v in cpu_true.items()},
+    slower = fit_median(synthetic("affine", {k: v * (2 if k == "step_s" else 0.5) for k, v in cpu_true.items()},
                                     device="cuda", seed=3), ["affine"], axes=(), n_boot=30, label="slow")
     c = A.crossover(cpu, slower, "batch_size")
     assert c.x is None and c.roots == [] and c.low is None and c.high is None
@@ -289,7 +294,7 @@ def test_bootstrap_resamples_around_the_fitted_medians():
     # pooled repeats sit 30% above median_s; the parameter interval must still cover the fit.
     frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=7)
     frame["raw_times_s"] = [tuple(np.asarray(raw) * 1.3) for raw in frame["raw_times_s"]]
-    fit = A.fit_series(frame, ["affine"], axes=(), n_boot=40, seed=3)
+    fit = fit_median(frame, ["affine"], axes=(), n_boot=40, seed=3)
     table = fit.parameters()
     assert ((table["low"] <= table["value"]) & (table["value"] <= table["high"])).all()
 
@@ -308,8 +313,8 @@ def _drifted(frame, spread, seed):
 def test_residual_bootstrap_covers_drift_that_repeats_miss():
     truth = dict(step_s=50e-6, flops_per_s=100e9)
     frame = _drifted(synthetic("affine", truth, noise=0.005, seed=11), spread=0.2, seed=12)
-    by_residuals = A.fit_series(frame, ["affine"], axes=(), n_boot=200, seed=1).parameters().set_index("param")
-    by_repeats = A.fit_series(frame, ["affine"], axes=(), n_boot=200, seed=1,
+    by_residuals = fit_median(frame, ["affine"], axes=(), n_boot=200, seed=1).parameters().set_index("param")
+    by_repeats = fit_median(frame, ["affine"], axes=(), n_boot=200, seed=1,
                               bootstrap="repeats").parameters().set_index("param")
     for name in ("step_s", "flops_per_s"):
         scale = A.PARAMS[name].scale
@@ -317,13 +322,13 @@ def test_residual_bootstrap_covers_drift_that_repeats_miss():
         assert width(by_residuals) > 3 * width(by_repeats)  # repeats see only the 0.5% noise
         assert by_residuals.loc[name, "low"] <= truth[name] * scale <= by_residuals.loc[name, "high"]
     with pytest.raises(A.AnalysisError, match="unknown bootstrap"):
-        A.fit_series(frame, ["affine"], axes=(), n_boot=5, bootstrap="cases")
+        fit_median(frame, ["affine"], axes=(), n_boot=5, bootstrap="cases")
 
 
 def test_parameters_flag_estimates_on_their_bound():
     # A per-step overhead of 1 ps is far below the 1 ns the fit searches down to: not identified.
     truth = dict(CPU, step_s=1e-12)
-    table = A.fit_series(synthetic("roofline", truth, noise=0.02), ["roofline"], axes=(),
+    table = fit_median(synthetic("roofline", truth, noise=0.02), ["roofline"], axes=(),
                          n_boot=0).parameters().set_index("param")
     assert bool(table.loc["step_s", "at_bound"])
     assert not table.drop(index="step_s")["at_bound"].any()
@@ -356,15 +361,15 @@ def test_fit_reports_the_noise_floor_of_points_measured_in_rounds():
     frame["round_deviation"] = np.nan
     frame.loc[:9, "round_deviation"] = 0.1
     frame.loc[10:19, "round_deviation"] = 0.3
-    fit = A.fit_series(frame, ["affine"], axes=(), n_boot=0)
+    fit = fit_median(frame, ["affine"], axes=(), n_boot=0)
     assert fit.noise_floor_pct == pytest.approx(20.0) and fit.noise_floor_points == 20
-    assert np.isnan(A.fit_series(frame.drop(columns="round_deviation"), ["affine"], axes=(),
+    assert np.isnan(fit_median(frame.drop(columns="round_deviation"), ["affine"], axes=(),
                                  n_boot=0).noise_floor_pct)
 
 
 def test_predict_pairs_the_winner_with_the_other_kind_of_device(two_devices):
     cpu, gpu, cpu_true, _ = two_devices
-    slower_cpu = A.fit_series(synthetic("affine", dict(step_s=80e-6, flops_per_s=60e9), machine="other", seed=9),
+    slower_cpu = fit_median(synthetic("affine", dict(step_s=80e-6, flops_per_s=60e9), machine="other", seed=9),
                               ["affine"], axes=(), n_boot=20, seed=9)
     fits = {cpu.label: cpu, slower_cpu.label: slower_cpu, gpu.label: gpu}
     result = A.predict(fits, 128, 128, 1)
@@ -380,14 +385,14 @@ def test_predict_pairs_the_winner_with_the_other_kind_of_device(two_devices):
 def test_a_size_measured_twice_counts_once():
     frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=10)
     again = frame.iloc[[0]].assign(median_s=frame["median_s"].iloc[0] * 3)
-    fit = A.fit_series(pd.concat([frame, again], ignore_index=True), ["affine"], axes=(), n_boot=0)
+    fit = fit_median(pd.concat([frame, again], ignore_index=True), ["affine"], axes=(), n_boot=0)
     assert len(fit.points) == len(frame)
     first = fit.points.iloc[0]
     assert first["median_s"] == pytest.approx(frame["median_s"].iloc[0] * 2)  # median of x and 3x
 
 
 def test_parameters_with_intervals_over_two_decades_are_not_identified():
-    fit = A.fit_series(synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=12), ["affine"],
+    fit = fit_median(synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=12), ["affine"],
                        axes=(), n_boot=0)
     fit.draws = np.array([[50e-6, 1e9], [50e-6, 1e12], [51e-6, 1e11]])
     table = fit.parameters().set_index("param")
@@ -469,7 +474,7 @@ def test_p10_repeats_bootstrap_resamples_the_quantile(tmp_path):
 def test_fit_recovers_the_matrix_matrix_cost_and_cv_prefers_the_gemm_model():
     truth = dict(CPU, gemm_layer_s=10e-6)
     frame = synthetic("roofline+gemm", truth, noise=0.02, seed=23)
-    fit = A.fit_series(frame, ["roofline", "roofline+gemm"], n_boot=0)
+    fit = fit_median(frame, ["roofline", "roofline+gemm"], n_boot=0)
     assert fit.model == "roofline+gemm"
     table = fit.parameters().set_index("param")
     assert table.loc["gemm_layer_s", "value"] / 1e6 == pytest.approx(10e-6, rel=0.15)

@@ -1,3 +1,4 @@
+import functools
 """What the plot functions draw (lines' data, labels, scales, notes) on small synthetic results."""
 
 import matplotlib
@@ -15,6 +16,10 @@ from crossover.results import ResultsWriter  # noqa: E402
 
 CPU = dict(step_s=50e-6, flops_per_s=100e9)
 GPU = dict(step_s=2e-3, flops_per_s=10e12)
+
+# These tests are about the models and the fitting, on synthetic medians: fit that statistic.
+fit_median = functools.partial(A.fit_series, statistic="median")
+fit_results_median = functools.partial(A.fit_results, statistic="median")
 
 
 @pytest.fixture(autouse=True)
@@ -56,8 +61,8 @@ def test_sweep_plot_draws_one_line_per_device_with_the_medians():
 
 def test_sweep_plot_overlays_fits_and_marks_the_crossover():
     cpu_rows, gpu_rows = rows(CPU), rows(GPU, device="cuda", seed=1)
-    cpu = A.fit_series(cpu_rows, ["affine"], axes=(), n_boot=0)
-    gpu = A.fit_series(gpu_rows, ["affine"], axes=(), n_boot=0, label="synth/cuda")
+    cpu = fit_median(cpu_rows, ["affine"], axes=(), n_boot=0)
+    gpu = fit_median(gpu_rows, ["affine"], axes=(), n_boot=0, label="synth/cuda")
     marker = A.Crossover(axis="batch_size", fixed={}, a="cpu", b="cuda", x=30.0, roots=[30.0], low=20.0,
                          high=40.0, never_fraction=0.0, winner_below="cpu", winner_above="cuda", winner=None,
                          x_range=(1, 1024), empirical=[])
@@ -80,7 +85,7 @@ def test_sweep_plot_without_gpu_rows_says_so():
 def test_fit_curve_follows_the_other_sizes_along_a_fixed_parameter_sweep():
     points = [(d, 2**20 // (d * d), 1) for d in (64, 128, 256, 512)]
     data = rows(CPU, points=points, sweep="fixed_params")
-    fit = A.fit_series(data, ["affine"], axes=(), n_boot=0)
+    fit = fit_median(data, ["affine"], axes=(), n_boot=0)
     ax = plots.sweep_plot(data, x="d_model", fits={"fit": fit})
     curve = ax.lines[1]
     d = curve.get_xdata()
@@ -286,8 +291,8 @@ def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, mo
     found = kwargs["crossover"]
     assert {found.a, found.b} == {"host/cpu", "host/cuda"}
     assert found.x is not None and found.low <= found.x <= found.high
-    cpu_fit = A.fit_series(data[data.series == "host/cpu"], ["roofline+hockney"], axes=(), n_boot=0)
-    gpu_fit = A.fit_series(data[data.series == "host/cuda"], ["roofline+hockney"], axes=(), n_boot=0)
+    cpu_fit = fit_median(data[data.series == "host/cpu"], ["roofline+hockney"], axes=(), n_boot=0)
+    gpu_fit = fit_median(data[data.series == "host/cuda"], ["roofline+hockney"], axes=(), n_boot=0)
     # the figure's fits also hold the d_model sweep's points: close to, not equal to, this refit
     assert found.x == pytest.approx(A.crossover(cpu_fit, gpu_fit, "batch_size", d_model=128, n_layers=128).x,
                                     rel=0.1)

@@ -5,6 +5,7 @@ import pytest
 
 from crossover.results import (
     COLUMNS,
+    KEY_COLUMNS,
     SCHEMA_VERSION,
     ResultsError,
     ResultsWriter,
@@ -119,7 +120,7 @@ def test_resume_retries_points_skipped_for_a_passing_reason(tmp_path):
     writer.append(row(batch_size=1, status="skipped", reason="over the suite's cpu cap max_params=5"))
     writer.append(row(batch_size=2, status="skipped", reason="failed: RuntimeError: out of memory"))
     writer.append(row(batch_size=3, status="skipped", reason="does not fit: needs about 9 GiB"))
-    assert {key[4] for key in writer.existing_keys()} == {"1"}
+    assert {key[KEY_COLUMNS.index("batch_size")] for key in writer.existing_keys()} == {"1"}
 
 
 def test_unknown_column_in_a_row_is_refused(tmp_path):

@@ -46,7 +46,7 @@ def tiny_suite():
 
 def test_sweep_measures_every_point_and_records_skips(tmp_path):
     summary = run_suite(tiny_suite(), tmp_path, progress=False)
-    assert summary.planned == 22 and summary.measured == 21 and summary.skipped == 1
+    assert summary.planned == 23 and summary.measured == 22 and summary.skipped == 1  # 22 points + a reference
     frame = load_results(tmp_path, include_skipped=True)
     skipped = frame[frame["status"] == "skipped"]
     assert list(skipped["d_model"]) == [64] and "max_params" in skipped["reason"].iloc[0]
@@ -60,7 +60,7 @@ def test_a_second_run_needs_resume_and_then_measures_nothing_again(tmp_path):
     with pytest.raises(ResultsError, match="--resume"):
         run_suite(tiny_suite(), tmp_path, progress=False)
     summary = run_suite(tiny_suite(), tmp_path, resume=True, progress=False)
-    assert summary.already_done == 22 and summary.measured == 0
+    assert summary.already_done == 23 and summary.measured == 0
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
@@ -103,15 +103,15 @@ def test_resume_after_sigkill_loses_nothing_and_duplicates_nothing(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL
-    before = load_results(out, include_skipped=True, combine_rounds=False)
-    assert 5 <= len(before) < 22, "the kill should land mid-sweep"
+    before = load_results(out, include_skipped=True, combine_rounds=False, include_reference=True)
+    assert 5 <= len(before) < 23, "the kill should land mid-sweep"
 
     resumed = subprocess.run(command + ["--resume"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     assert "already done" in resumed.stderr
-    after = load_results(out, include_skipped=True, combine_rounds=False)
-    keys = ["d_model", "batch_size"]
-    assert len(after) == 22
+    after = load_results(out, include_skipped=True, combine_rounds=False, include_reference=True)
+    keys = ["sweep", "d_model", "batch_size"]
+    assert len(after) == 23  # 22 points and the drift reference
     assert not after.duplicated(keys).any()
     # Every point finished before the kill is kept, unchanged, and was not measured again.
     kept = after.iloc[: len(before)].reset_index(drop=True)
@@ -125,7 +125,7 @@ def test_rounds_measure_every_point_again_in_a_shuffled_order(tmp_path):
 
     suite = parse_suite(tomllib.loads(TINY_SUITE.replace('[[sweep]]', '[options]\nrounds = 3\n[[sweep]]', 1)))
     summary = run_suite(suite, tmp_path, progress=False)
-    assert summary.planned == 66
+    assert summary.planned == 69  # 22 points and a drift reference, in 3 rounds
     per_round = load_results(tmp_path, include_skipped=True, combine_rounds=False)
     assert sorted(per_round["round"].unique()) == [0, 1, 2]
     orders = [list(per_round[per_round["round"] == r]["batch_size"]) for r in range(3)]
