@@ -9,6 +9,9 @@ MODES = ("eager", "compile", "cudagraph")
 #: ``tf32`` keeps float32 storage and lets CUDA matmuls use TF32 tensor cores; ``bfloat16`` and
 #: ``float16`` are native (weights and activations stored in that dtype), not autocast.
 DTYPES = ("float32", "tf32", "bfloat16", "float16")
+#: Bytes of one stored element of each dtype (``tf32`` stores float32): the memory traffic of a
+#: configuration (:attr:`crossover.measurement.Config.bytes`) and the latency models' bandwidth terms.
+BYTES_PER_ELEMENT = {"float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2}
 #: ``device``: the input already lives on the device; ``pageable``/``pinned``: each step copies it
 #: from (pageable or pinned) host memory first.
 TRANSFERS = ("device", "pageable", "pinned")

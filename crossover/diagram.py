@@ -1,4 +1,5 @@
-"""The model diagram: the toy residual MLP drawn by torchview (``crossover diagram``).
+"""The model diagram: the toy residual MLP drawn by torchview (``crossover diagram``, whose parser is in
+:mod:`crossover.cli.figures`).
 
 torchview and the graphviz ``dot`` program are optional (``pip install 'crossover[diagram]'`` and
 the system package ``graphviz``); they are imported and looked up only when a diagram is drawn.
@@ -10,13 +11,12 @@ leaves the diagram out with a note.
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Sequence, Union
 
 from .errors import CrossoverError
 
-__all__ = ["DiagramUnavailable", "draw_diagram", "diagram_available", "add_diagram", "FORMATS"]
+__all__ = ["DiagramUnavailable", "draw_diagram", "diagram_available", "FORMATS"]
 
 #: Formats written by default (graphviz renders both; PDF for the paper, PNG for a quick look).
 FORMATS = ("png", "pdf")
@@ -100,31 +100,3 @@ def draw_diagram(out_dir: Union[str, Path], *, d_model: int = 16, n_layers: int 
         path.write_bytes(rendered)
         paths.append(path)
     return paths
-
-
-# ------------------------------------------------------------------------------------- CLI
-def add_diagram(sub) -> None:
-    """Register ``crossover diagram``."""
-    from .cli import _positive_int
-
-    p = sub.add_parser(
-        "diagram",
-        help="draw the model diagram with torchview (PNG and PDF)",
-        description="Draw the toy residual MLP (a few blocks, small width) with torchview into --out as "
-                    "diagram.png and diagram.pdf. Needs the optional extra (pip install 'crossover[diagram]') "
-                    "and graphviz's 'dot' program; without them it says what to install and exits 2.",
-    )
-    p.add_argument("--out", type=Path, default=Path("figures"), metavar="DIR",
-                   help="output directory (default: figures)")
-    p.add_argument("--d-model", type=_positive_int, default=16, metavar="D", help="width drawn (default 16)")
-    p.add_argument("--n-layers", type=_positive_int, default=2, metavar="L", help="blocks drawn (default 2)")
-    p.add_argument("--format", dest="formats", nargs="+", default=list(FORMATS), metavar="FMT",
-                   help="graphviz formats (default: png pdf)")
-    p.set_defaults(func=_cmd_diagram)
-
-
-def _cmd_diagram(args) -> int:
-    start = time.perf_counter()
-    paths = draw_diagram(args.out, d_model=args.d_model, n_layers=args.n_layers, formats=args.formats)
-    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - start:.1f} s")
-    return 0

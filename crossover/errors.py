@@ -19,3 +19,7 @@ class ResultsError(CrossoverError):
 
 class BusyMachineError(CrossoverError):
     """Other processes compete for the cores a measurement needs, and the user asked for --strict."""
+
+
+class AnalysisError(CrossoverError):
+    """Results that cannot be fitted or compared (no data, too few points, unknown series)."""

@@ -23,6 +23,7 @@ best_mode                latency vs batch per device and mode: eager-vs-eager an
 forward_vs_train         forward pass vs training step latency, a panel per device
 dtype                    float32 vs lower-precision latency, a panel per device
 accuracy_<series>        held-out predicted vs measured latency (grouped CV), ±10% band
+drift                    each run's drift-reference readings over its quiet level, through the run
 diagram                  the model drawn by torchview (left out, with a note, without it)
 =======================  ===================================================================
 
@@ -36,15 +37,13 @@ device), so repeated runs are not mixed on one line.
 
 from __future__ import annotations
 
-import time
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 if TYPE_CHECKING:  # numpy, pandas and matplotlib load on use: `crossover --help` stays fast
     import pandas as pd
 
-__all__ = ["make_figures", "add_figures", "FIT_MODEL", "FORMATS"]
+__all__ = ["make_figures", "FIT_MODEL", "FORMATS"]
 
 #: The latency model overlaid on the sweeps (one candidate, no bootstrap: seconds, not minutes).
 FIT_MODEL = "roofline+hockney"
@@ -74,51 +73,6 @@ def _host(base: pd.DataFrame) -> Optional[str]:
     both = devices.groupby("machine")["gpu"].agg(["any", "all", "size"])
     both = both[both["any"] & ~both["all"]]
     return None if both.empty else str(both["size"].idxmax())
-
-
-def _fixed_params_crossover(fit_a, fit_b, params: float, batch_size: float, x_range: tuple, n_grid: int = 128):
-    """The crossover along d_model at a fixed parameter count (n_layers = params / d_model²), solved
-    on the fitted models like :func:`crossover.analysis.crossover`, with the bootstrap interval."""
-    import numpy as np
-    from scipy import optimize
-
-    from . import analysis as A
-
-    lo, hi = map(float, x_range)
-    grid = np.linspace(np.log(lo), np.log(hi), n_grid)
-
-    def ratio(u, theta_a=None, theta_b=None):
-        d = np.exp(u)
-        return (np.log(fit_a.latency_s(d, params / d**2, batch_size, theta=theta_a))
-                - np.log(fit_b.latency_s(d, params / d**2, batch_size, theta=theta_b)))
-
-    def roots(values, theta_a=None, theta_b=None):
-        signs = values > 0
-        return [float(np.exp(optimize.brentq(ratio, grid[i], grid[i + 1], args=(theta_a, theta_b))))
-                for i in np.flatnonzero(signs[:-1] != signs[1:])]
-
-    values = ratio(grid)
-    found = roots(values)
-    x = found[0] if found else None
-    low = high = None
-    never = np.nan
-    if fit_a.draws is not None and fit_b.draws is not None:
-        n = min(len(fit_a.draws), len(fit_b.draws))
-        picked = []
-        for r in range(n):
-            draw = roots(ratio(grid, fit_a.draws[r], fit_b.draws[r]), fit_a.draws[r], fit_b.draws[r])
-            if draw:
-                picked.append(min(draw, key=lambda v: abs(np.log(v / x))) if x else draw[0])
-        never = 1 - len(picked) / n
-        if picked and x is not None:
-            tail = 50 * (1 - min(fit_a.level, fit_b.level))
-            low, high = (float(v) for v in np.percentile(picked, [tail, 100 - tail]))
-    name = lambda v: fit_a.label if v < 0 else fit_b.label  # noqa: E731
-    return A.Crossover(axis="d_model", fixed=dict(params=params, batch_size=batch_size), a=fit_a.label,
-                       b=fit_b.label, x=x, roots=found, low=low, high=high, never_fraction=float(never),
-                       winner_below=name(values[0]) if found else None,
-                       winner_above=name(values[-1]) if found else None,
-                       winner=None if found else name(values[0]), x_range=(lo, hi), empirical=[])
 
 
 # ---------------------------------------------------------------------------------- drawing
@@ -191,8 +145,8 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             rows = base[base["series"] == series]
             if len(rows) >= 8:
                 # the model grouped CV chooses, as `crossover fit` and `crossover predict` use
-                # seeded by the label, as crossover.paper_numbers seeds it, so the paper quotes these draws
-                fits[series] = A.fit_series(rows, tuple(A.MODELS), n_boot=N_BOOT, seed=(0, zlib.crc32(series.encode())),
+                # seeded by the label (series_seed, as every entry point seeds it), so the paper quotes these draws
+                fits[series] = A.fit_series(rows, tuple(A.MODELS), n_boot=N_BOOT, seed=A.series_seed(series),
                                             label=series, statistic=PAPER_STATISTIC)
                 pair.append(fits[series])
         if len(pair) == 2:
@@ -251,11 +205,13 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             try:
                 if sweep == "fixed_params":
                     own = rows[rows["machine"] == host][x]
-                    marker = _fixed_params_crossover(cpu, gpu, float(fixed["params"]), float(fixed["batch_size"]),
-                                                     (float(own.min()), float(own.max())))
+                    marker = A.fixed_params_crossover(cpu, gpu, float(fixed["params"]),
+                                                      batch_size=float(fixed["batch_size"]),
+                                                      x_range=(float(own.min()), float(own.max())))
                     mine = rows[rows["machine"] == host]
                     marker.empirical = A.empirical_crossover(mine[mine["device"] == "cpu"],
-                                                             mine[mine["device"] == "cuda"], "d_model")
+                                                             mine[mine["device"] == "cuda"], "d_model",
+                                                             column=A.STATISTICS[cpu.statistic].column)
                 else:
                     span = rows.loc[rows["machine"] == host, x]
                     marker = A.crossover(cpu, gpu, x, **{k: float(v) for k, v in fixed.items()},
@@ -370,13 +326,23 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     # -- accuracy of the fitted model on held-out points
     for series, fit in fits.items():
         rows = base[base["series"] == series]
-        predictions = A.cross_validate(rows, fit.model)
+        predictions = A.cross_validate(rows, fit.model, statistic=fit.statistic)
         if predictions.empty:
             log(f"left out accuracy for {series}: too few points to hold any out")
             continue
         figure(f"accuracy_{fit.key['device']}" if not multi else f"accuracy_{series.replace('/', '_')}",
                f"Held-out accuracy of {fit.model}\n{series if multi else fit.key['device']}",
                lambda ax: plots.accuracy_plot(predictions, hue="axis", ax=ax))
+
+    # -- the drift of every run that measured drift references
+    from .drift import drift_plot, drift_table
+
+    drift = drift_table(load_results(results_dir, combine_rounds=False, include_reference=True))
+    if drift.empty:
+        log("left out drift: no run measured drift references")
+    else:
+        figure("drift", "Drift of each run: the reference point's reading over its quiet level",
+               lambda ax: drift_plot(drift, ax=ax), size=(6.4, 3.6))
 
     # -- the model diagram (optional: torchview and graphviz)
     if diagram:
@@ -388,36 +354,3 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
         except DiagramUnavailable as exc:
             log(f"left out diagram: {exc}")
     return written
-
-
-# ------------------------------------------------------------------------------------- CLI
-def add_figures(sub) -> None:
-    """Register ``crossover figures``."""
-    from .cli_analysis import DEFAULT_RESULTS
-
-    p = sub.add_parser(
-        "figures",
-        help="draw every figure the results allow (PNG and PDF)",
-        description="Draw every figure the results allow into --out: the four sweeps with fitted models "
-                    "(the GPU machine's CPU and GPU by the model grouped cross-validation chooses, with their "
-                    "crossover and its bootstrap interval, the values the paper quotes; other series "
-                    f"{FIT_MODEL}), throughput, the CPU/GPU speed-up maps, execution modes, forward vs "
-                    "train, dtypes, the held-out accuracy and the model diagram. Needs no GPU; figures that "
-                    "compare with a GPU say so when the results hold none.",
-    )
-    p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
-                   help="results directories (default: the shipped reference data)")
-    p.add_argument("--out", type=Path, default=Path("figures"), metavar="DIR",
-                   help="output directory (default: figures)")
-    p.add_argument("--quiet", action="store_true", help="print only the summary line")
-    p.set_defaults(func=_cmd_figures)
-
-
-def _cmd_figures(args) -> int:
-    import sys
-
-    start = time.perf_counter()
-    log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
-    paths = make_figures(args.results, args.out, log=log)
-    print(f"wrote {len(paths)} files to {args.out} in {time.perf_counter() - start:.1f} s")
-    return 0

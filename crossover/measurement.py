@@ -20,7 +20,7 @@ import torch
 from .busy import LoadMonitor
 from .errors import ConfigError
 from .env import available_memory_bytes, cuda_available
-from .choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+from .choices import BYTES_PER_ELEMENT, DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
 from .model import ResidualMLP, param_count, step_bytes, step_flops
 from .timing import Timing, TimerOptions, time_step
 
@@ -103,7 +103,7 @@ class Config:
 
     @property
     def bytes_per_element(self) -> int:
-        return torch.tensor([], dtype=_TORCH_DTYPE[self.dtype]).element_size()
+        return BYTES_PER_ELEMENT[self.dtype]
 
     @property
     def bytes(self) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "train_flops",
     "step_flops",
     "step_bytes",
+    "work_per_step",
     "ACTIVATION_ACCESSES_PER_LAYER",
     "WORKLOADS",
 ]
@@ -120,10 +121,45 @@ def param_count(d_model: int, n_layers: int) -> int:
     return n_layers * d_model**2
 
 
+def work_per_step(d_model, n_layers, batch_size, workload: str = "forward") -> tuple:
+    """FLOPs, weight element accesses and activation element accesses of one step.
+
+    The closed forms every count of this package derives from (the other functions here check their
+    arguments and call it; :mod:`crossover.latency_models` calls it on arrays). Unchecked: Python
+    ints give exact ints, numpy arrays or floats give floats (continuous sizes, vectorised).
+
+    Parameters
+    ----------
+    d_model, n_layers, batch_size : int, float or array
+        The sizes.
+    workload : {"forward", "train"}
+        Forward: ``2 B d² L`` FLOPs, every weight read once (``L d²`` elements) and
+        ``7 B d`` activation accesses per layer. Train: forward plus the backward matmuls
+        (``2 B d² (3 L - 1)`` FLOPs, see :func:`train_flops`); about three times the forward traffic
+        plus the optimizer's read-modify-write of weights and gradients (``3 L d²``): ``6 L d²``
+        weight and ``3 · 7 B d L`` activation accesses.
+
+    Returns
+    -------
+    (flops, weight_elements, activation_elements)
+
+    Examples
+    --------
+    >>> work_per_step(128, 2, 1)
+    (65536, 32768, 1792)
+    """
+    weights = n_layers * d_model * d_model
+    activations = ACTIVATION_ACCESSES_PER_LAYER * batch_size * d_model * n_layers
+    if workload == "forward":
+        return 2 * batch_size * d_model * d_model * n_layers, weights, activations
+    if workload == "train":
+        return 2 * batch_size * d_model * d_model * (3 * n_layers - 1), 6 * weights, 3 * activations
+    raise ValueError(f"unknown workload {workload!r}; expected one of {WORKLOADS}")
+
+
 def forward_flops(d_model: int, n_layers: int, batch_size: int) -> int:
     """FLOPs of one forward pass: ``2 * batch_size * d_model**2 * n_layers`` (matmuls only)."""
-    _check_positive(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
-    return 2 * batch_size * d_model**2 * n_layers
+    return step_flops(d_model, n_layers, batch_size, "forward")
 
 
 def train_flops(d_model: int, n_layers: int, batch_size: int) -> int:
@@ -134,17 +170,13 @@ def train_flops(d_model: int, n_layers: int, batch_size: int) -> int:
     ``2 * batch_size * d_model**2 * (3 * n_layers - 1)``. The loss and the optimizer update are
     elementwise and, like ReLU, not counted by ``FlopCounterMode``.
     """
-    _check_positive(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
-    return 2 * batch_size * d_model**2 * (3 * n_layers - 1)
+    return step_flops(d_model, n_layers, batch_size, "train")
 
 
 def step_flops(d_model: int, n_layers: int, batch_size: int, workload: str = "forward") -> int:
-    """FLOPs of one step of ``workload`` (``"forward"`` or ``"train"``)."""
-    if workload == "forward":
-        return forward_flops(d_model, n_layers, batch_size)
-    if workload == "train":
-        return train_flops(d_model, n_layers, batch_size)
-    raise ValueError(f"unknown workload {workload!r}; expected one of {WORKLOADS}")
+    """FLOPs of one step of ``workload`` (``"forward"`` or ``"train"``), see :func:`work_per_step`."""
+    _check_positive(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
+    return work_per_step(d_model, n_layers, batch_size, workload)[0]
 
 
 def step_bytes(
@@ -155,19 +187,13 @@ def step_bytes(
     bytes_per_element: int = 4,
     workload: str = "forward",
 ) -> int:
-    """Ideal memory traffic of one step in bytes.
+    """Ideal memory traffic of one step in bytes (weight and activation accesses of
+    :func:`work_per_step` times ``bytes_per_element``, see :data:`crossover.choices.BYTES_PER_ELEMENT`).
 
     Forward: every weight read once plus ``7 * batch_size * d_model`` activation accesses per layer.
     Train: about three times the forward traffic (forward, backward for activations and weights) plus
     the optimizer's read-modify-write of weights and gradients (``3 * params`` elements).
     """
     _check_positive(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
-    weights = n_layers * d_model**2
-    activations = ACTIVATION_ACCESSES_PER_LAYER * batch_size * d_model * n_layers
-    if workload == "forward":
-        elements = weights + activations
-    elif workload == "train":
-        elements = 3 * (weights + activations) + 3 * weights
-    else:
-        raise ValueError(f"unknown workload {workload!r}; expected one of {WORKLOADS}")
-    return elements * bytes_per_element
+    _, weights, activations = work_per_step(d_model, n_layers, batch_size, workload)
+    return (weights + activations) * bytes_per_element

@@ -18,7 +18,7 @@ import datetime as _dt
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -30,7 +30,8 @@ from .results import DRIFT_LIMIT
 from .timing import TimerOptions, time_step
 
 __all__ = ["Protocol", "SHORT_ROUNDS", "LEGACY", "DEFAULT_SIZES", "measure_window", "window_estimates",
-           "run_to_run", "noise_summary", "NOISE_FILE", "write_noise", "read_noise", "STATISTIC_NAMES"]
+           "run_to_run", "noise_summary", "NOISE_FILE", "write_noise", "read_noise", "STATISTIC_NAMES", "spread",
+           "DEFAULT_SPAN_S"]
 
 NOISE_FILE = "noise.json"
 
@@ -66,6 +67,9 @@ class Protocol:
         Round 0 shuffled too (the old protocol measured it in list order).
     rebuild_each_round : bool
         Build the model again for every measurement (as a sweep does) instead of once per window.
+    round_pause_s : float
+        Idle time after each round, so a window's rounds spread over as long as a suite's run spreads
+        a point's rounds (a sweep measures the other points in between).
     """
 
     name: str
@@ -73,6 +77,7 @@ class Protocol:
     options: TimerOptions
     shuffle_first_round: bool = True
     rebuild_each_round: bool = False
+    round_pause_s: float = 0.0
 
 
 #: Many short rounds: 20 passes of a 30 ms block per size, every pass shuffled.
@@ -121,6 +126,8 @@ def measure_window(configs: Sequence[Config], protocol: Protocol, *, seed: int =
                              raw_times_s=timing.raw_times_s))
         if on_round is not None:
             on_round(round_index)
+        if protocol.round_pause_s and round_index + 1 < protocol.rounds:
+            time.sleep(protocol.round_pause_s)
     return pd.DataFrame(rows)
 
 
@@ -187,7 +194,7 @@ def write_noise(directory, deviations: pd.DataFrame, *, protocol: Protocol, wind
         "schema": "crossover-noise", "schema_version": 1, "machine": machine,
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "protocol": {"name": protocol.name, "rounds": protocol.rounds, "windows": windows,
-                     "block_s": protocol.options.max_run_time_s},
+                     "block_s": protocol.options.max_run_time_s, "round_pause_s": protocol.round_pause_s},
         "summary": noise_summary(deviations),
         "sizes": json.loads(deviations.to_json(orient="records")),
     }
@@ -211,10 +218,25 @@ def read_noise(directories) -> list:
     return found
 
 
+#: How long a window spreads its rounds by default: about as long as the quick suite spreads a
+#: point's rounds over its run. Back-to-back rounds (a window of ~8 s) see one state of the machine
+#: and favour the low quantiles; spread like a run, the median of the rounds repeats best
+#: (experiments/bench_protocol.py, README "Noisy machines").
+DEFAULT_SPAN_S = 30.0
+
+
+def spread(protocol: Protocol, span_s: float, measuring_s: float = 8.0) -> Protocol:
+    """``protocol`` with idle pauses between rounds so that a window lasts about ``span_s``
+    (``measuring_s``: the time its measurements take)."""
+    pause_s = max(0.0, (span_s - measuring_s) / max(protocol.rounds - 1, 1))
+    return replace(protocol, round_pause_s=pause_s)
+
+
 def measure_noise(configs: Sequence[Config] = DEFAULT_SIZES, protocol: Protocol = SHORT_ROUNDS, *,
                   windows: int = 3, pause_s: float = 10.0, seed: int = 0,
                   on_progress: Optional[Callable[[str], None]] = None) -> pd.DataFrame:
-    """Measure every window (pausing ``pause_s`` between them) and return all their rows."""
+    """Measure every window (pausing ``pause_s`` between them) and return all their rows (give a
+    ``protocol`` made by :func:`spread` to spread each window's rounds)."""
     frames = []
     for window in range(windows):
         if window and pause_s:

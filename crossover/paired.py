@@ -4,7 +4,7 @@ A suite that pairs devices measures a point's CPU and GPU back to back in every 
 round the two curves share the machine's state of those seconds. The crossing of one round's two
 curves is then a measurement of the crossover in its own right; over the rounds these crossings
 form the *empirical crossover distribution*, whose spread is what the machine's drift does to the
-answer (set beside the fitted crossover of :func:`crossover.analysis.crossover`).
+answer (set beside the fitted crossover of :func:`crossover.crossovers.crossover`).
 
 Pure computation on the per-round rows of :func:`crossover.results.load_results` with
 ``combine_rounds=False``; any two series can be compared (a CPU and a GPU, or one CPU at two thread
@@ -19,7 +19,7 @@ from typing import Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from .analysis import curve_crossings
+from .crossovers import curve_crossings
 from .errors import CrossoverError
 
 __all__ = ["round_crossings", "crossover_distribution", "CrossoverDistribution"]

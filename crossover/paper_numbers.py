@@ -28,7 +28,6 @@ import argparse
 import math
 import re
 import sys
-import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from . import analysis as A
-from .results import load_metadata, load_results
+from .results import REFERENCE_SWEEP, load_metadata, load_results
 
 __all__ = [
     "Macro", "BASELINE", "ANCHOR", "ROLES", "PARAM_NAMES", "BAR_MAPE_PCT", "BAR_WITHIN_PCT", "TOLERANCE_PCT",
@@ -238,7 +237,8 @@ def assign_roles(frame: pd.DataFrame) -> dict:
 
 
 #: The statistic the paper's (and its figures') fits read: the median of rounds, as in the first
-#: edition, whose text compares it with the 10th percentile (the CLI's default) where that matters.
+#: edition, whose text compares it with the 10th percentile (the tool's default) where that matters;
+#: ``crossover predict --statistic median`` quotes the same fits.
 PAPER_STATISTIC = "median"
 
 
@@ -260,8 +260,8 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tu
     for i, (role, (machine, device)) in enumerate(sorted(roles.items())):
         rows = base[(base["machine"] == machine) & (base["device"] == device)]
         if len(rows) >= min_points:
-            label = f"{machine}/{device}"  # seeded by its label, as crossover.figures seeds it: same draws
-            tasks.append((rows.reset_index(drop=True), tuple(models), n_boot, (seed, zlib.crc32(label.encode())), label,
+            label = f"{machine}/{device}"  # seeded by its label, as every entry point seeds it: same draws
+            tasks.append((rows.reset_index(drop=True), tuple(models), n_boot, A.series_seed(label, seed), label,
                           statistic))
             names.append(role)
     fits = dict.fromkeys(roles)
@@ -605,6 +605,43 @@ def round_macros(frame_rounds: pd.DataFrame, roles: dict, superseded: Optional[p
     return macros
 
 
+def protocol_macros(results: Sequence, dirs: set, roles: dict) -> list:
+    """The measuring protocol per role: drift references measured, the share of rows measured above
+    the drift limit, rows measured on a busy machine; and the machine's noise floor (``noise.json``,
+    written by ``crossover noise``): one window's estimate against the mean over windows, per
+    statistic."""
+    from .noise import read_noise
+    from .results import DRIFT_LIMIT
+
+    rounds = load_results(results, combine_rounds=False, include_reference=True)
+    rounds = rounds[rounds["results_dir"].isin(dirs)]
+    floors = {data.get("machine"): data["summary"] for data in read_noise(results)}
+    macros = [Macro("DriftLimit", format_quantity(DRIFT_LIMIT, "\\ensuremath{\\times}", 3).replace("\\,\\ensuremath", "\\ensuremath"),
+                    "a row is drifted above this reference reading over the run's quiet level")]
+    for role in sorted(roles):
+        machine, device = roles[role]
+        rows = rounds[(rounds["machine"] == machine) & (rounds["device"] == device)]
+        refs = rows[rows["sweep"] == REFERENCE_SWEEP]
+        measured = rows[rows["sweep"] != REFERENCE_SWEEP]
+        paired = len(refs) > 0
+        macros += [
+            Macro(role + "References", format_number(len(refs) if paired else np.nan, 6), f"{role}: drift-reference readings"),
+            Macro(role + "DriftedShare", format_quantity(100 * measured["drifted"].mean() if paired else np.nan, "%", 2),
+                  f"{role}: share of rows measured above the drift limit"),
+            Macro(role + "BusyRows", format_number(int(measured["busy"].fillna(0).sum()) if paired else np.nan, 6),
+                  f"{role}: rows measured on a busy machine"),
+        ]
+        floor = floors.get(machine) if device == "cpu" else None
+        for name, statistic in (("NoiseMedian", "median"), ("NoiseQuiet", "p10"), ("NoiseMin", "min")):
+            value = floor[statistic]["all"] if floor else np.nan
+            macros.append(Macro(role + name, format_quantity(100 * value, "%", 2),
+                                f"{role}: run-to-run deviation of the {statistic} (crossover noise)"))
+        value = floor["p10"]["compute_bound"] if floor else np.nan
+        macros.append(Macro(role + "NoiseQuietCompute", format_quantity(100 * value, "%", 2),
+                            f"{role}: run-to-run deviation of the p10, compute-bound sizes"))
+    return macros
+
+
 def metadata_macros(frame: pd.DataFrame, frame_rounds: pd.DataFrame, roles: dict) -> list:
     """Counts (points, measurements, rounds, machines, runs), dates, versions and hardware per role."""
     macros = [
@@ -713,6 +750,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += gemm_macros(fits, {r: with_gemm.get(r) for r in fits})
     macros += mode_macros(frame, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     macros += round_macros(rounds, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles}, superseded)
+    macros += protocol_macros(results, dirs, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     return macros
 
 

@@ -191,7 +191,7 @@ def _legend(ax, note: Optional[str] = None, **kwargs) -> None:
 def _fit_grid(data: pd.DataFrame, x: str, n: int = 200) -> dict:
     """The three sizes along a dense grid of ``x``; the other two follow the data (constant, or
     interpolated in log-log, e.g. ``n_layers`` along a fixed-parameter-count sweep)."""
-    from .analysis import AXES
+    from .latency_models import AXES
 
     xs = np.asarray(data[x], dtype=float)
     grid = np.geomspace(xs.min(), xs.max(), n) if xs.min() > 0 else np.linspace(xs.min(), xs.max(), n)
@@ -676,8 +676,8 @@ def _best(rows: pd.DataFrame, x: str, style: str) -> pd.Series:
 
 
 def _crossings(first: pd.Series, second: pd.Series) -> list:
-    """Where two measured curves (indexed by x) cross (see :func:`crossover.analysis.curve_crossings`)."""
-    from .analysis import curve_crossings
+    """Where two measured curves (indexed by x) cross (see :func:`crossover.crossovers.curve_crossings`)."""
+    from .crossovers import curve_crossings
 
     return curve_crossings(first, second)
 

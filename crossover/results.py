@@ -11,6 +11,10 @@ Loading never executes anything from the files (no pickle), validates the schema
 truncated last line from a killed run (with a warning), and merges several directories (several
 machines) into one DataFrame keyed by ``machine``.
 
+This module is the file I/O (writing, reading, validating, merging, attaching drift references).
+The columns of a row are :mod:`crossover.columns`; combining a point's rounds into one row is
+:func:`crossover.statistics.combine_rounds_of` (what :func:`load_results` calls, re-exported here).
+
 Schema versions
 ---------------
 1
@@ -37,7 +41,10 @@ from typing import Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
+from .columns import (COLUMN_TYPES, COLUMNS, KEY_COLUMNS, REFERENCE_SWEEP, STATUSES, V1_COLUMNS,
+                      WARNING_SEPARATOR, point_key)
 from .errors import ResultsError
+from .statistics import combine_rounds_of
 
 __all__ = [
     "SCHEMA",
@@ -51,6 +58,7 @@ __all__ = [
     "combine_rounds_of",
     "attach_references",
     "check_same_environment",
+    "make_results_directory",
     "point_key",
     "REFERENCE_SWEEP",
     "DRIFT_LIMIT",
@@ -61,10 +69,6 @@ SCHEMA = "crossover-results"
 SCHEMA_VERSION = 2
 #: Versions this crossover reads (it writes only :data:`SCHEMA_VERSION`).
 READABLE_VERSIONS = (1, 2)
-#: Joins a row's warnings in the CSV (each warning is a whole sentence and may contain ``;``).
-WARNING_SEPARATOR = " | "
-#: The sweep name of drift-reference rows (see :func:`crossover.sweep.plan_rounds`).
-REFERENCE_SWEEP = "reference"
 #: A row is ``drifted`` when its reference reading lies this far above the run's quiet level.
 DRIFT_LIMIT = 1.25
 #: Environment fields that must agree for two runs to share a results directory (as pyperf refuses
@@ -75,85 +79,8 @@ ENVIRONMENT_MUST_MATCH = ("cpu_model", "cpu_usable_cores", "torch", "torch_num_t
 CSV_NAME = "results.csv"
 METADATA_NAME = "metadata.json"
 
-#: Columns that identify a point; a sweep resumes by skipping keys already present.
-KEY_COLUMNS = (
-    "machine",
-    "sweep",
-    "device",
-    "d_model",
-    "n_layers",
-    "batch_size",
-    "workload",
-    "mode",
-    "dtype",
-    "transfer",
-    "regime",
-    "threads_requested",
-    "round",
-)
-
-#: Every column of results.csv, in order, with its type (int, "optional int", float or str).
-COLUMN_TYPES = {
-    "run_id": str,
-    "suite": str,
-    "sweep": str,
-    "machine": str,
-    "device": str,
-    "device_name": str,
-    "d_model": int,
-    "n_layers": int,
-    "batch_size": int,
-    "workload": str,
-    "mode": str,
-    "dtype": str,
-    "transfer": str,
-    "regime": str,
-    "threads_requested": int,
-    "round": int,  # which pass over the suite (suites can measure every point in several rounds)
-    "sequence": "optional int",  # position in the run's plan: the order points were measured in
-    "threads": "optional int",  # threads used; for a skipped point, the threads requested
-    "params": int,
-    "flops": int,
-    "bytes": int,
-    "status": str,
-    "reason": str,
-    "median_s": float,
-    "iqr_s": float,
-    "q1_s": float,
-    "q3_s": float,
-    "mean_s": float,
-    "min_s": float,
-    "median_ci_low_s": float,
-    "median_ci_high_s": float,
-    "n_repeats": "optional int",
-    "calls_per_repeat": "optional int",
-    "stop_reason": str,
-    "device_median_s": float,
-    "compile_s": float,
-    "setup_s": float,
-    "ops_per_step": float,
-    "kernels_per_step": float,
-    "device_busy_s": float,
-    "other_cpu_cores": float,  # cores' worth of CPU other processes used while this point was timed
-    "cpu_utilisation": float,  # this process's CPU time / (wall time × threads): < 1 when starved
-    "steal_fraction": float,  # share of the CPUs' time the hypervisor gave to other guests
-    "busy": "optional int",  # 1 when other processes competed for the cores (see crossover.busy)
-    "warnings": str,
-    "timestamp_utc": str,
-    "raw_times_s": str,
-}
-COLUMNS = tuple(COLUMN_TYPES)
-#: The columns of schema version 1 (read, never appended to).
-V1_COLUMNS = tuple(c for c in COLUMNS if c not in ("sequence", "other_cpu_cores", "cpu_utilisation",
-                                                     "steal_fraction", "busy"))
-STATUSES = ("ok", "skipped")
 #: Skip reasons that may not hold next time; ``--resume`` retries such points.
 TRANSIENT_SKIP_PREFIXES = ("failed:", "does not fit:")
-
-
-def point_key(row: dict) -> tuple:
-    """The identity of a point (see :data:`KEY_COLUMNS`), normalised to strings."""
-    return tuple(str(row[column]) for column in KEY_COLUMNS)
 
 
 def _format(value) -> str:
@@ -164,6 +91,26 @@ def _format(value) -> str:
     if isinstance(value, float):
         return "" if math.isnan(value) else repr(value)
     return str(value)
+
+
+def make_results_directory(directory: Union[str, Path]) -> Path:
+    """Create a results directory (and its parents) if missing.
+
+    Raises
+    ------
+    ResultsError
+        The path exists and is not a directory, a part of it is a file, or it cannot be created.
+    """
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ResultsError(f"{directory} exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ResultsError(f"cannot create results directory {directory}: a part of its path is a file") from None
+    except OSError as exc:
+        raise ResultsError(f"cannot create results directory {directory}: {exc.strerror}") from None
+    return directory
 
 
 class ResultsWriter:
@@ -184,14 +131,7 @@ class ResultsWriter:
         self.csv_path = self.directory / CSV_NAME
         self.metadata_path = self.directory / METADATA_NAME
         self.run_id = run_id
-        if self.directory.exists() and not self.directory.is_dir():
-            raise ResultsError(f"{self.directory} exists and is not a directory")
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise ResultsError(f"cannot create results directory {self.directory}: a part of its path is a file") from None
-        except OSError as exc:
-            raise ResultsError(f"cannot create results directory {self.directory}: {exc.strerror}") from None
+        make_results_directory(self.directory)
         metadata = (
             load_metadata(self.directory)
             if self.metadata_path.exists()
@@ -504,112 +444,6 @@ def load_results(
     if not raw:
         frame = frame.drop(columns=["raw_times_s"])
     return frame
-
-
-#: Statistics combined across rounds by their median.
-_ROUND_MEDIAN_COLUMNS = (
-    "median_s", "iqr_s", "q1_s", "q3_s", "mean_s", "median_ci_low_s", "median_ci_high_s",
-    "device_median_s", "ops_per_step", "kernels_per_step", "device_busy_s", "compile_s", "setup_s",
-    "other_cpu_cores", "cpu_utilisation", "steal_fraction", "reference_s", "drift",
-)
-
-
-def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per point from rows of several rounds.
-
-    Rounds measure the same point minutes apart, in shuffled order, so a slow spell of a shared
-    machine hits one round of a point rather than a run of neighbouring points. The combined row
-    takes the median over rounds of each statistic (``median_s`` is the median of the rounds'
-    medians), the minimum ``min_s``, the summed ``n_repeats``, the pooled ``raw_times_s``, and adds
-    ``n_rounds``, ``round_spread`` (max/min of the rounds' medians minus 1: how much the machine
-    drifted between rounds) and ``round_deviation`` (mean of ``|round median / median_s - 1|``: how
-    far one round's measurement typically lies from the combined one, the noise floor a latency
-    model's error is judged against); ``busy`` is 1 when any round ran on a busy machine and
-    ``drifted`` counts the rounds whose drift reference sat above :data:`DRIFT_LIMIT`. It also adds ``p10_s``, the 10th percentile of the pooled
-    repeats (the latency when the shared machine is quiet; see :data:`QUIET_QUANTILE`), and
-    ``p10_round_deviation``, the same noise floor for it (mean of ``|one round's 10th percentile /
-    p10_s - 1|``), and ``min_round_deviation`` (mean of ``|one round's fastest repeat / min_s - 1|``).
-    Skipped rows are kept once.
-    """
-    if frame.empty:
-        out = frame.drop(columns=["round"]).copy()
-        out["n_rounds"] = pd.Series(dtype="int64")
-        out["round_spread"] = pd.Series(dtype="float64")
-        out["round_deviation"] = pd.Series(dtype="float64")
-        out["p10_s"] = pd.Series(dtype="float64")
-        out["p10_round_deviation"] = pd.Series(dtype="float64")
-        out["min_round_deviation"] = pd.Series(dtype="float64")
-        return out
-    # A point is its configuration: the sweeps that measured it do not split it, but drift-reference
-    # rows stay apart from a point of the same size.
-    key = [c for c in KEY_COLUMNS if c not in ("round", "sweep")] + ["results_dir"]
-    frame = frame.assign(_reference=frame["sweep"] == REFERENCE_SWEEP)
-    rows = []
-    for _, group in frame.groupby(key + ["_reference"], sort=False, dropna=False):
-        first = group.iloc[0].to_dict()
-        first.pop("round")
-        ok = group[group["status"] == "ok"]
-        if ok.empty:
-            first.update(n_rounds=0, round_spread=np.nan, round_deviation=np.nan, p10_s=np.nan,
-                         p10_round_deviation=np.nan, min_round_deviation=np.nan)
-            rows.append(first)
-            continue
-        first = ok.iloc[0].to_dict()
-        first.pop("round")
-        for column in (c for c in _ROUND_MEDIAN_COLUMNS if c in ok):
-            values = ok[column].dropna()
-            first[column] = float(values.median()) if len(values) else np.nan
-        first["min_s"] = float(ok["min_s"].min())
-        first["n_repeats"] = int(ok["n_repeats"].sum()) if ok["n_repeats"].notna().all() else pd.NA
-        first["raw_times_s"] = tuple(v for times in ok["raw_times_s"] for v in times)
-        first["n_rounds"] = len(ok)
-        medians = ok["median_s"]
-        first["round_spread"] = float(medians.max() / medians.min() - 1) if len(ok) > 1 else 0.0
-        first["round_deviation"] = (float(np.mean(np.abs(medians / first["median_s"] - 1)))
-                                    if len(ok) > 1 else np.nan)
-        first["p10_s"], first["p10_round_deviation"] = _quiet_latency(ok["raw_times_s"], first["median_s"])
-        first["min_round_deviation"] = (float(np.mean(np.abs(ok["min_s"] / first["min_s"] - 1)))
-                                        if len(ok) > 1 else np.nan)
-        first["warnings"] = WARNING_SEPARATOR.join(sorted({w for w in ok["warnings"] if w}))
-        if "busy" in ok:
-            busy = ok["busy"].dropna()
-            first["busy"] = int(busy.max()) if len(busy) else pd.NA
-        if "drifted" in ok:
-            first["drifted"] = int(ok["drifted"].sum())  # rounds measured during a slow spell
-        rows.append(first)
-    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c not in ("round", "_reference")]
-                            + ["n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation",
-                               "min_round_deviation"])
-    for column, kind in COLUMN_TYPES.items():
-        if column in combined and kind is int:
-            combined[column] = combined[column].astype("int64")
-        elif column in combined and kind == "optional int":
-            combined[column] = combined[column].astype("Int64")
-    return combined.reset_index(drop=True)
-
-
-#: The quantile of a point's pooled repeats that ``p10_s`` reports.
-QUIET_QUANTILE = 0.10
-
-
-def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
-    """(``p10_s``, ``p10_round_deviation``) of one point from its rounds' raw repeats.
-
-    On a shared machine a slow spell (a neighbour on the same cores or caches, a launch path that
-    drifts between runs) lengthens every repeat of a round, so the median of a round carries it; the
-    low tail of the repeats pooled over rounds is set by the rounds measured while the machine was
-    quiet, and repeats itself from run to run far better (Chen & Revels, "Robust benchmarking in
-    noisy environments", 2016, argue for the minimum; a low quantile keeps some robustness to a
-    single lucky repeat; with fewer than ten repeats pooled it is the fastest one). Without raw
-    repeats the point's ``median_s`` stands in.
-    """
-    pooled = np.array([v for times in rounds_raw for v in times], dtype=float)
-    if not len(pooled):
-        return float(median_s), np.nan
-    quiet = float(np.quantile(pooled, QUIET_QUANTILE))
-    per_round = np.array([np.quantile(times, QUIET_QUANTILE) for times in rounds_raw if len(times)])
-    deviation = float(np.mean(np.abs(per_round / quiet - 1))) if len(per_round) > 1 else np.nan
-    return quiet, deviation
 
 
 def raw_times_to_text(values: Iterable[float]) -> str:

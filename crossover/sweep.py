@@ -307,7 +307,7 @@ def run_suite(
         ``strict`` and the machine is busy.
     """
     from .busy import check_machine
-    from .results import check_same_environment
+    from .results import check_same_environment, make_results_directory
 
     start = time.perf_counter()
     stream = stream or sys.stderr
@@ -324,6 +324,7 @@ def run_suite(
     env["plan"] = {"seed": suite.seed, "pair_by": list(suite.pair_by), "reference_every": suite.reference_every}
     if not allow_mixed:
         check_same_environment(out_dir, env)
+    make_results_directory(out_dir)  # a bad --out fails here, before anything is measured
     cpu_threads = max((p.config.threads for p in suite.points(devices) if p.config.device == "cpu"), default=0)
     load = (check_load or check_machine)(cpu_threads or usable_cores())
     for warning in load.warnings:

@@ -21,7 +21,7 @@ import numpy as np
 
 from crossover.measurement import Config, measure
 from crossover.model import step_flops
-from crossover.results import QUIET_QUANTILE
+from crossover.statistics import QUIET_QUANTILE
 from crossover.timing import TimerOptions
 
 WIDTHS = (128, 256, 512)

@@ -23,7 +23,7 @@ import time
 import pandas as pd
 
 from crossover.env import environment
-from crossover.noise import DEFAULT_SIZES, LEGACY, SHORT_ROUNDS, measure_window, noise_summary, run_to_run, window_estimates
+from crossover.noise import DEFAULT_SIZES, LEGACY, SHORT_ROUNDS, spread, measure_window, noise_summary, run_to_run, window_estimates
 
 STATISTICS = ("median", "p10", "min", "p10_quiet")
 
@@ -33,23 +33,39 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=3)
     parser.add_argument("--pause-s", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--span-s", type=float, default=0.0,
+                        help="spread each window's rounds over about this long (idle pauses between rounds), "
+                             "as a suite's run spreads a point's rounds; 0: back to back")
     args = parser.parse_args()
     env = environment()
     print(f"machine {env['machine']} ({env['cpu_model']}, {env['cpu_usable_cores']} cores), torch {env['torch']}, "
           f"{args.windows} windows per protocol, {args.pause_s:.0f} s apart")
-    frames = {LEGACY.name: [], SHORT_ROUNDS.name: []}
+    protocols = [LEGACY, SHORT_ROUNDS]
+    if args.span_s:  # measuring takes ~8 s per window; the rest of the span is idle between rounds
+        protocols = [spread(p, args.span_s) for p in protocols]
+        print("rounds spread: " + ", ".join(f"{p.name} {p.round_pause_s:.1f} s between rounds" for p in protocols))
+    frames = {p.name: [] for p in protocols}
     start = time.perf_counter()
     for window in range(args.windows):
-        for protocol in (LEGACY, SHORT_ROUNDS):
-            if window or protocol is SHORT_ROUNDS:
+        for protocol in protocols:
+            if window or protocol is not protocols[0]:
                 time.sleep(args.pause_s)
             t0 = time.perf_counter()
-            frames[protocol.name].append(measure_window(DEFAULT_SIZES, protocol, seed=args.seed, window=window))
-            print(f"  window {window + 1} {protocol.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+            frame = measure_window(DEFAULT_SIZES, protocol, seed=args.seed, window=window)
+            frames[protocol.name].append(frame)
+            anchor = frame[frame["size"] == 0]["median_s"]
+            print(f"  window {window + 1} {protocol.name}: {time.perf_counter() - t0:.1f} s, anchor (reference) "
+                  f"median {anchor.median() * 1e3:.2f} ms, range {anchor.min() * 1e3:.2f}-{anchor.max() * 1e3:.2f} ms",
+                  flush=True)
     print(f"total {time.perf_counter() - start:.0f} s\n")
     summaries = {}
     for name, parts in frames.items():
-        deviations = run_to_run(window_estimates(pd.concat(parts, ignore_index=True)))
+        estimates = window_estimates(pd.concat(parts, ignore_index=True))
+        deviations = run_to_run(estimates)
+        relative = estimates.pivot(index="size", columns="window", values="p10")
+        relative = relative.div(relative.mean(axis=1), axis=0)
+        print(f"{name}: each window's p10 over the mean of windows, per size")
+        print(relative.round(3).to_string())
         summaries[name] = noise_summary(deviations)
         table = deviations[["d_model", "n_layers", "batch_size"]].copy()
         table["p10 ms"] = (deviations["p10_s"] * 1e3).round(3)

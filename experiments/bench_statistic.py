@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from crossover.measurement import Config, measure
-from crossover.results import QUIET_QUANTILE
+from crossover.statistics import QUIET_QUANTILE
 from crossover.timing import TimerOptions
 
 CONFIGS = [  # (d_model, n_layers, batch_size): launch-, memory- and compute-bound steps

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         for c in ODD_CONFIGS:
             rounds[c].append(measure(Config(*c), options).timing.raw_times_s)
     if args.statistic != "median":  # a quantile of the repeats pooled over rounds, as load_results computes it
-        quantile = STATISTICS[args.statistic][2]
+        quantile = STATISTICS[args.statistic].quantile
         measured = {c: np.quantile(np.concatenate(r), quantile) for c, r in rounds.items()}
     else:
         measured = {c: np.median([np.median(times) for times in r]) for c, r in rounds.items()}

@@ -61,14 +61,6 @@ def affine_root_batch(a, b, d_model=128, n_layers=128, prices=(1, 1)):
     return flops / (2 * d_model**2 * n_layers)
 
 
-def test_step_counts_match_the_model():
-    model = pytest.importorskip("crossover.model")
-    for workload in ("forward", "train"):
-        flops, nbytes = A.step_counts(96, 7, 5, workload)
-        assert flops == model.step_flops(96, 7, 5, workload)
-        assert nbytes == model.step_bytes(96, 7, 5, workload=workload)
-
-
 def test_fit_recovers_roofline_parameters():
     fit = fit_median(synthetic("roofline", CPU, noise=0.05), ["roofline"], axes=(), n_boot=40)
     table = fit.parameters().set_index("param")
@@ -153,6 +145,36 @@ def test_crossover_along_d_model(two_devices):
     fitted = [dict(zip(A.MODELS["affine"], f.params)) for f in (cpu, gpu)]
     d_root = np.sqrt(affine_root_batch(*fitted, d_model=1) / 4)
     assert c.x == pytest.approx(d_root, rel=1e-6) and c.low <= c.x <= c.high
+
+
+def test_fixed_params_crossover_solves_along_the_width_depth_trade_off():
+    from scipy import optimize
+
+    params, batch = 2**21, 4
+    fits = [fit_median(synthetic("roofline", truth, device=device, noise=0.01, seed=seed), ["roofline"], axes=(),
+                       n_boot=20, label=device) for truth, device, seed in ((CPU, "cpu", 13), (GPU, "cuda", 14))]
+    c = A.fixed_params_crossover(*fits, params, batch_size=batch, x_range=(16, 4096))
+    assert (c.axis, c.fixed) == ("d_model", {"params": params, "batch_size": batch})
+
+    def log_ratio(d, a, b):  # the fitted or the true latencies at n_layers = params / d²
+        return float(np.log(a(d, params / d**2) / b(d, params / d**2)))
+
+    on_fits = [lambda d, n, f=f: f.latency_s(d, n, batch) for f in fits]
+    assert c.x == pytest.approx(optimize.brentq(log_ratio, 16, 4096, args=tuple(on_fits)), rel=1e-6)
+    truths = [lambda d, n, t=t: A.model_latency_s("roofline", t, d, n, batch) for t in (CPU, GPU)]
+    assert c.x == pytest.approx(optimize.brentq(log_ratio, 16, 4096, args=tuple(truths)), rel=0.1)
+    assert c.low <= c.x <= c.high and c.never_fraction < 0.5
+
+
+def test_a_series_gets_the_same_draws_alone_or_fitted_among_others():
+    cpu = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), seed=15)
+    gpu = synthetic("affine", dict(step_s=2e-3, flops_per_s=10e12), device="cuda", seed=16)
+    both = fit_results_median(pd.concat([cpu, gpu], ignore_index=True), ["affine"], axes=(), n_boot=20)
+    alone = fit_median(gpu, ["affine"], axes=(), n_boot=20)
+    assert alone.label == "synth/cuda"
+    np.testing.assert_array_equal(both["synth/cuda"].draws, alone.draws)
+    seeded = fit_median(gpu, ["affine"], axes=(), n_boot=20, seed=A.series_seed("synth/cuda"))
+    np.testing.assert_array_equal(seeded.draws, alone.draws)
 
 
 def test_never_crossing_is_reported(two_devices):
@@ -388,7 +410,7 @@ def test_a_size_measured_twice_counts_once():
     fit = fit_median(pd.concat([frame, again], ignore_index=True), ["affine"], axes=(), n_boot=0)
     assert len(fit.points) == len(frame)
     first = fit.points.iloc[0]
-    assert first["median_s"] == pytest.approx(frame["median_s"].iloc[0] * 2)  # median of x and 3x
+    assert first["latency_s"] == pytest.approx(frame["median_s"].iloc[0] * 2)  # median of x and 3x
 
 
 def test_parameters_with_intervals_over_two_decades_are_not_identified():
@@ -402,7 +424,9 @@ def test_parameters_with_intervals_over_two_decades_are_not_identified():
 def test_cv_summary_reports_interpolation_apart_from_extrapolation():
     predictions = pd.DataFrame(dict(model="roofline", axis="n_layers", held_out=[16, 128, 256, 3840],
                                     extrapolated=[True, False, False, True], rel_error=[2.0, 0.1, -0.3, 0.5]))
-    row = A._cv_summary(predictions).iloc[0]
+    from crossover.validation import cv_summary
+
+    row = cv_summary(predictions).iloc[0]
     assert row["mape_pct"] == pytest.approx(100 * (2.0 + 0.1 + 0.3 + 0.5) / 4)
     assert row["interior_mape_pct"] == pytest.approx(100 * (0.1 + 0.3) / 2)
 
@@ -441,7 +465,7 @@ def test_p10_statistic_sees_past_slow_rounds_that_the_median_follows(tmp_path):
         assert table.loc["layer_s", "value"] / 1e6 == pytest.approx(truth["layer_s"], rel=0.1)
         assert table.loc["flops_per_s", "value"] * 1e9 == pytest.approx(truth["flops_per_s"], rel=0.15)
         assert by[quiet].cv_score() < 0.5 * by["median"].cv_score()
-    assert by["min"].points["median_s"].to_numpy() == pytest.approx(loaded["min_s"].to_numpy())
+    assert by["min"].points["latency_s"].to_numpy() == pytest.approx(loaded["min_s"].to_numpy())
     # the noise floor follows the statistic. At a slow point the rounds' medians are (1, 1.5, 1.5) x,
     # median 1.5 x: one round lies 1/3 away, in a third of the rounds. The pooled 10th percentile is
     # the fast round's (~1 x): the two slow rounds' 10th percentiles lie 0.5 away.
@@ -468,7 +492,8 @@ def test_p10_repeats_bootstrap_resamples_the_quantile(tmp_path):
     fit = A.fit_series(loaded, ["affine"], axes=(), n_boot=40, statistic="p10", bootstrap="repeats")
     table = fit.parameters()
     assert ((table["low"] <= table["value"]) & (table["value"] <= table["high"])).all()
-    assert fit.points["median_s"].to_numpy() == pytest.approx(loaded["p10_s"].to_numpy())
+    assert fit.points["latency_s"].to_numpy() == pytest.approx(loaded["p10_s"].to_numpy())
+    assert "median_s" not in fit.points  # a fit's points never carry another statistic under that name
 
 
 def test_fit_recovers_the_matrix_matrix_cost_and_cv_prefers_the_gemm_model():
@@ -487,9 +512,6 @@ def test_fit_recovers_the_matrix_matrix_cost_and_cv_prefers_the_gemm_model():
 
 
 def test_cli_fit_statistic(capsys, results_dir):
-    from crossover.cli_analysis import STATISTIC_TEXT
-
-    assert set(STATISTIC_TEXT) == set(A.STATISTICS)  # the CLI offers and describes every statistic
     status, out, err = run(capsys, "fit", "--results", results_dir, "--models", "affine", "--n-boot", 0,
                            "--statistic", "p10", "--json")
     assert status == 0, err

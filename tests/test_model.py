@@ -87,3 +87,12 @@ def test_sizes_must_be_positive_integers(bad):
         param_count(bad, 4)
     with pytest.raises(ValueError):
         forward_flops(8, 4, bad)
+
+
+def test_bytes_per_element_is_what_torch_stores():
+    from crossover.choices import BYTES_PER_ELEMENT, DTYPES
+    from crossover.measurement import _TORCH_DTYPE
+
+    assert set(BYTES_PER_ELEMENT) == set(DTYPES)
+    for dtype in DTYPES:
+        assert BYTES_PER_ELEMENT[dtype] == torch.tensor([], dtype=_TORCH_DTYPE[dtype]).element_size()

@@ -227,3 +227,25 @@ def test_version_1_results_are_read_but_not_appended_to(tmp_path):
     assert len(frame) == 1 and pd.isna(frame["sequence"].iloc[0]) and np.isnan(frame["reference_s"].iloc[0])
     with pytest.raises(ResultsError, match="schema version 1"):
         run_suite(suite(), tmp_path, progress=False, resume=True, check_load=_quiet_check)
+
+
+def test_fit_and_predict_quote_the_stored_noise_floor(cli, tmp_path):
+    import shutil
+
+    from conftest import ROOT
+    from crossover.noise import SHORT_ROUNDS, write_noise
+
+    shutil.copytree(ROOT / "experiments" / "results" / "amd-epyc-2c" / "quick", tmp_path / "quick")
+    deviations = pd.DataFrame([dict(size=0, d_model=128, n_layers=128, batch_size=1, compute_bound=False,
+                                    **{f"{s}_deviation": 0.12 for s in ("median", "p10", "min", "p10_quiet")}),
+                               dict(size=1, d_model=128, n_layers=128, batch_size=64, compute_bound=True,
+                                    **{f"{s}_deviation": 0.034 for s in ("median", "p10", "min", "p10_quiet")})])
+    write_noise(tmp_path / "quick", deviations, protocol=SHORT_ROUNDS, windows=3, machine="vm")
+    fit = cli("fit", "--results", tmp_path / "quick", "--n-boot", 0, "--quiet", "--models", "roofline")
+    assert fit.returncode == 0, fit.stderr
+    assert "noise floor of vm" in fit.stdout and "3.4% from another's on compute-bound sizes" in fit.stdout
+    predict = cli("predict", "--results", tmp_path / "quick", "--n-boot", 0, "--quiet", "--models", "roofline",
+                  "--d-model", 128, "--n-layers", 64, "--batch-size", 4, "--json")
+    assert predict.returncode == 0, predict.stderr
+    [floor] = json.loads(predict.stdout)["noise_floors"]
+    assert floor["compute_bound_pct"] == pytest.approx(3.4) and floor["statistic"] == "p10"

@@ -1,92 +1,25 @@
-"""The ``crossover`` command line: measure, sweep, env (and the analysis commands).
+"""The measuring subcommands: ``crossover measure``, ``sweep``, ``noise`` and ``env``.
 
-Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
-line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback.
+Each ``add_*`` registers one subcommand on the top-level parser (see :func:`crossover.cli.build_parser`);
+the library modules (torch among them) are imported when a command runs, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
 
-from .errors import CrossoverError
+from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
+                   print_json)
 
-__all__ = ["main", "build_parser", "UsageError"]
-
-EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """A user error reported as one line and exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one line (plus a hint) instead of usage and message."""
-
-    def error(self, message: str):  # noqa: D401 - argparse API
-        raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _json_default(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
-
-
-def _print_json(data) -> None:
-    text = json.dumps(_nan_to_none(data), indent=2, default=_json_default)
-    print(text)
-
-
-def _nan_to_none(data):
-    if isinstance(data, dict):
-        return {k: _nan_to_none(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_nan_to_none(v) for v in data]
-    if isinstance(data, float) and not math.isfinite(data):
-        return None
-    return data
+__all__ = ["add_measure", "add_sweep", "add_noise", "add_env"]
 
 
 # --------------------------------------------------------------------------------------- measure
-def _add_measure(sub) -> None:
-    from .choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+def add_measure(sub) -> None:
+    """Register ``crossover measure``."""
+    from ..choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
 
     p = sub.add_parser(
         "measure",
@@ -94,9 +27,9 @@ def _add_measure(sub) -> None:
         description="Time one configuration of the residual-MLP toy model and print its statistics.",
         epilog="example: crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu --json",
     )
-    p.add_argument("--d-model", type=_positive_int, default=128, help="layer width (default 128)")
-    p.add_argument("--n-layers", type=_positive_int, default=128, help="residual blocks (default 128)")
-    p.add_argument("--batch-size", type=_positive_int, default=1, help="samples per step (default 1)")
+    p.add_argument("--d-model", type=positive_int, default=128, help="layer width (default 128)")
+    p.add_argument("--n-layers", type=positive_int, default=128, help="residual blocks (default 128)")
+    p.add_argument("--batch-size", type=positive_int, default=1, help="samples per step (default 1)")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="where to run (default cpu)")
     p.add_argument("--workload", default="forward", choices=WORKLOADS,
                    help="forward (inference) or train (forward + loss + backward + SGD step)")
@@ -108,11 +41,11 @@ def _add_measure(sub) -> None:
                    help="input already on the device, or copied from pageable/pinned host memory each step")
     p.add_argument("--regime", default="latency", choices=REGIMES,
                    help="latency: sync after every call; throughput: sync once per block")
-    p.add_argument("--threads", type=_non_negative_int, default=0,
+    p.add_argument("--threads", type=non_negative_int, default=0,
                    help="CPU intra-op threads (default 0: torch's default, all usable cores)")
-    p.add_argument("--min-run-time-s", type=_positive_float, default=0.2, help="time at least this long")
-    p.add_argument("--max-run-time-s", type=_positive_float, default=2.0, help="time budget per point")
-    p.add_argument("--target-rel-ci", type=_positive_float, default=0.01,
+    p.add_argument("--min-run-time-s", type=positive_float, default=0.2, help="time at least this long")
+    p.add_argument("--max-run-time-s", type=positive_float, default=2.0, help="time budget per point")
+    p.add_argument("--target-rel-ci", type=positive_float, default=0.01,
                    help="stop when the median's 95%% CI is within ± this fraction (default 0.01)")
     p.add_argument("--profile", action="store_true", help="also count operators/kernels per step")
     p.add_argument("--strict", action="store_true",
@@ -124,8 +57,8 @@ def _add_measure(sub) -> None:
 
 
 def _cmd_measure(args) -> int:
-    from .measurement import Config, measure
-    from .timing import TimerOptions
+    from ..measurement import Config, measure
+    from ..timing import TimerOptions
 
     config = Config(
         d_model=args.d_model,
@@ -147,8 +80,8 @@ def _cmd_measure(args) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    from .busy import check_machine
-    from .errors import BusyMachineError
+    from ..busy import check_machine
+    from ..errors import BusyMachineError
 
     threads = config.threads or _usable_cores()
     before = check_machine(threads if config.device == "cpu" else 1)
@@ -162,7 +95,7 @@ def _cmd_measure(args) -> int:
     if args.raw:
         summary["raw_times_s"] = list(result.timing.raw_times_s)
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return 0
     low, high = result.timing.median_ci_s
     print(f"{config.device} ({summary['device_name']}), {summary['threads']} threads")
@@ -194,13 +127,14 @@ def _cmd_measure(args) -> int:
 
 
 def _usable_cores() -> int:
-    from .env import usable_cores
+    from ..env import usable_cores
 
     return usable_cores()
 
 
 # ----------------------------------------------------------------------------------------- sweep
-def _add_sweep(sub) -> None:
+def add_sweep(sub) -> None:
+    """Register ``crossover sweep``."""
     p = sub.add_parser(
         "sweep",
         help="run a suite of measurements (TOML) into a results directory",
@@ -230,13 +164,13 @@ def _add_sweep(sub) -> None:
 
 
 def _cmd_sweep(args) -> int:
-    from .suites import load_suite
-    from .sweep import resolve_devices, run_suite, select_sweeps
+    from ..suites import load_suite
+    from ..sweep import resolve_devices, run_suite, select_sweeps
 
-    suite = select_sweeps(load_suite(args.suite), _comma_list(args.only))
-    devices = resolve_devices(suite, _comma_list(args.devices))
+    suite = select_sweeps(load_suite(args.suite), comma_list(args.only))
+    devices = resolve_devices(suite, comma_list(args.devices))
     if args.dry_run:
-        from .sweep import plan_rounds
+        from ..sweep import plan_rounds
 
         points = suite.points(devices)
         plan = plan_rounds(points, seed=suite.seed, pair_by=suite.pair_by,
@@ -262,17 +196,9 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
-def _comma_list(text: Optional[str]) -> Optional[tuple]:
-    if text is None:
-        return None
-    items = tuple(item.strip() for item in text.split(",") if item.strip())
-    if not items:
-        raise UsageError(f"expected a comma-separated list, got {text!r}")
-    return items
-
-
 # ----------------------------------------------------------------------------------------- noise
-def _add_noise(sub) -> None:
+def add_noise(sub) -> None:
+    """Register ``crossover noise``."""
     p = sub.add_parser(
         "noise",
         help="measure this machine's noise floor (run-to-run deviation of each statistic)",
@@ -282,17 +208,21 @@ def _add_noise(sub) -> None:
             "over windows, for each statistic (median of rounds, 10th percentile, fastest repeat, 10th "
             "percentile of the rounds whose drift reference was quiet). That is the floor any latency "
             "prediction on this machine is judged against; with --out it is stored as DIR/noise.json, "
-            "which 'fit' and 'predict' quote. About 35 s with the defaults."
+            "which 'fit' and 'predict' quote. Each window spreads its rounds over --span-s, as a suite's "
+            "run spreads a point's rounds: about 2 minutes with the defaults."
         ),
         epilog="example: crossover noise --out results/local",
     )
-    p.add_argument("--windows", type=_positive_int, default=3, help="independent windows (default 3)")
-    p.add_argument("--rounds", type=_positive_int, default=None,
+    p.add_argument("--windows", type=positive_int, default=3, help="independent windows (default 3)")
+    p.add_argument("--rounds", type=positive_int, default=None,
                    help="rounds per window (default: the protocol's, 20 for short-rounds)")
-    p.add_argument("--pause-s", type=float, default=10.0, help="pause between windows (default 10 s)")
+    p.add_argument("--pause-s", type=non_negative_float, default=10.0, help="pause between windows (default 10 s)")
+    p.add_argument("--span-s", type=non_negative_float, default=None,
+                   help="spread each window's rounds over about this long (default 30 s; 0: back to back, "
+                        "which sees one state of the machine per window)")
     p.add_argument("--protocol", choices=("short-rounds", "legacy"), default="short-rounds",
                    help="short-rounds (the suites' protocol) or legacy (5 rounds of up to 0.15 s, round 0 in order)")
-    p.add_argument("--seed", type=_non_negative_int, default=0, help="seeds the shuffled orders")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seeds the shuffled orders")
     p.add_argument("--out", type=Path, help="results directory to store noise.json in")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_noise)
@@ -301,15 +231,17 @@ def _add_noise(sub) -> None:
 def _cmd_noise(args) -> int:
     from dataclasses import replace
 
-    from .env import machine_label
-    from .noise import LEGACY, SHORT_ROUNDS, measure_noise, noise_summary, run_to_run, window_estimates, write_noise
-    from .sweep import Progress
+    from ..env import machine_label
+    from ..noise import (DEFAULT_SPAN_S, LEGACY, SHORT_ROUNDS, measure_noise, noise_summary, run_to_run, spread,
+                         window_estimates, write_noise)
+    from ..sweep import Progress
 
-    if not (args.pause_s >= 0 and math.isfinite(args.pause_s)):
-        raise UsageError(f"--pause-s must be a non-negative number, got {args.pause_s}")
     protocol = SHORT_ROUNDS if args.protocol == "short-rounds" else LEGACY
     if args.rounds:
         protocol = replace(protocol, rounds=args.rounds)
+    span_s = DEFAULT_SPAN_S if args.span_s is None else args.span_s
+    if span_s:
+        protocol = spread(protocol, span_s)
     bar = Progress(args.windows * protocol.rounds, enabled=not args.json)
     frame = measure_noise(protocol=protocol, windows=args.windows, pause_s=args.pause_s, seed=args.seed,
                           on_progress=bar.update)
@@ -318,10 +250,12 @@ def _cmd_noise(args) -> int:
     if args.out:
         path = write_noise(args.out, deviations, protocol=protocol, windows=args.windows, machine=machine_label())
     if args.json:
-        _print_json({"protocol": protocol.name, "windows": args.windows, "rounds": protocol.rounds,
+        print_json({"protocol": protocol.name, "windows": args.windows, "rounds": protocol.rounds,
                      "summary": summary, "sizes": deviations.to_dict("records")})
         return 0
-    print(f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}):")
+    print(f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}, "
+          f"each window over about {span_s:.0f} s):" if span_s else
+          f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}, back to back):")
     table = deviations[["d_model", "n_layers", "batch_size"]].copy()
     for name in ("median", "p10", "min", "p10_quiet"):
         table[name] = [f"{v:.1%}" for v in deviations[f"{name}_deviation"]]
@@ -335,7 +269,8 @@ def _cmd_noise(args) -> int:
 
 
 # ------------------------------------------------------------------------------------------- env
-def _add_env(sub) -> None:
+def add_env(sub) -> None:
+    """Register ``crossover env``."""
     p = sub.add_parser("env", help="show the environment recorded with every result",
                        description="Show the machine, CPU, GPU and library versions recorded with results.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -343,73 +278,14 @@ def _add_env(sub) -> None:
 
 
 def _cmd_env(args) -> int:
-    from .env import environment
+    from ..env import environment
 
     env = environment()
     if args.json:
-        _print_json(env)
+        print_json(env)
     else:
         width = max(map(len, env))
         for key, value in env.items():
             value = str(value).replace("\n", "\n" + " " * (width + 2))
             print(f"{key:<{width}}  {value}")
     return 0
-
-
-# ------------------------------------------------------------------------------------------ main
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="crossover",
-        description=(
-            "Measure, model and predict where the CPU stops beating the GPU for a residual-MLP toy "
-            "model. Start with 'crossover measure --help' or 'crossover sweep --help'."
-        ),
-    )
-    from . import __version__
-
-    parser.add_argument("--version", action="version", version=f"crossover {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
-    _add_measure(sub)
-    _add_sweep(sub)
-    _add_env(sub)
-    _add_noise(sub)
-    for add in _extra_commands():
-        add(sub)
-    return parser
-
-
-def _extra_commands():
-    """Subcommands defined by other modules (analysis, figures) when they exist."""
-    from .cli_analysis import add_fit, add_predict
-    from .diagram import add_diagram
-    from .figures import add_figures
-
-    return [add_fit, add_predict, add_figures, add_diagram]
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the CLI; return the exit status."""
-    try:
-        args = build_parser().parse_args(argv)
-        return args.func(args)
-    except UsageError as exc:
-        message = str(exc)
-        print(message if message.startswith("crossover") else f"crossover: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    except CrossoverError as exc:
-        print(f"crossover: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except RuntimeError as exc:  # torch failures: out of memory, capture or compile errors
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"crossover: error: {type(exc).__name__}: {first_line}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

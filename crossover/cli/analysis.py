@@ -1,4 +1,4 @@
-"""The analysis subcommands of the CLI: ``crossover fit`` and ``crossover predict``.
+"""The analysis subcommands: ``crossover fit`` and ``crossover predict``.
 
 Both read a results directory (by default the reference data shipped in ``experiments/results``),
 fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
@@ -8,23 +8,12 @@ fit a latency model per series (see :mod:`crossover.analysis`) and print a repor
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
-from .cli import _comma_list, _positive_int, _print_json
+from .args import DEFAULT_RESULTS, comma_list, non_negative_int, positive_int, print_json
+from ..statistics import DEFAULT_STATISTIC, STATISTICS
 
-__all__ = ["add_fit", "add_predict", "DEFAULT_RESULTS"]
-
-#: Per statistic: what a latency is, what one round's value is called, what it is compared with.
-STATISTIC_TEXT = {
-    "median": ("median of the rounds", "median", "the median of its rounds' medians"),
-    "p10": ("10th percentile of the repeats", "10th percentile", "the 10th percentile of its pooled repeats"),
-    "min": ("fastest repeat", "fastest repeat", "the fastest over its rounds"),
-}
-
-#: The reference measurements shipped with the repository.
-DEFAULT_RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results"
-
+__all__ = ["add_fit", "add_predict"]
 
 def _common(p) -> None:
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
@@ -33,25 +22,52 @@ def _common(p) -> None:
                         "shipped GPU to compare them")
     p.add_argument("--models", help="comma-separated candidate models, replacing the defaults (grouped CV picks "
                                     "one); e.g. roofline,roofline+hockney,roofline+gemm")
-    p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for intervals (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--n-boot", type=non_negative_int, default=200,
+                   help="bootstrap resamples for intervals (default 200)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--bootstrap", choices=("residuals", "repeats"), default="residuals",
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
                         "covers drift between rounds and model misfit) or each point's raw repeats "
                         "(only the noise within one measurement, much narrower)")
-    p.add_argument("--statistic", choices=tuple(STATISTIC_TEXT), default="p10",
-                   help="each point's latency: the 10th percentile of its repeats pooled over rounds "
-                        "(default: the step on a quiet machine, which repeats best from run to run on a "
-                        "shared host; see experiments/bench_protocol.py), the median of its rounds' "
-                        "medians (the typical step), or its fastest repeat")
+    p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
+                   help=f"each point's latency: the 10th percentile of its repeats pooled over rounds "
+                        f"(the step on a quiet machine, which reproduced best between runs on a shared VM; "
+                        f"see experiments/bench_protocol.py), the median of its rounds' medians (the typical "
+                        f"step), or its fastest repeat (default {DEFAULT_STATISTIC})")
+    p.add_argument("--drop-drifted", action="store_true",
+                   help="leave out the rounds measured while the run's drift reference sat more than "
+                        "25%% above its quiet level (results measured with drift references only)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _fit(args, frame):
-    from .analysis import MODELS, AnalysisError, fit_results, model_parameters
+def _noise_floors(args) -> list:
+    """The machines' measured noise floors (``noise.json`` written by ``crossover noise``) in the
+    results, for the statistic fitted: one dict per file."""
+    from ..noise import read_noise
 
-    models = _comma_list(args.models) if args.models else tuple(MODELS)
+    floors = []
+    for data in read_noise(args.results):
+        summary = data.get("summary", {}).get(args.statistic) or data.get("summary", {}).get("p10")
+        if summary:
+            floors.append(dict(machine=data.get("machine"), date_utc=data.get("date_utc"), path=data.get("path"),
+                               statistic=args.statistic if args.statistic in data["summary"] else "p10",
+                               protocol=data.get("protocol"), **{f"{k}_pct": 100 * v for k, v in summary.items()}))
+    return floors
+
+
+def _print_noise_floors(floors) -> None:
+    for f in floors:
+        print(f"noise floor of {f['machine']} (crossover noise, {f['date_utc'][:10]}): one run's {f['statistic']} "
+              f"lies {f['compute_bound_pct']:.1f}% from another's on compute-bound sizes, "
+              f"{f['memory_or_launch_bound_pct']:.1f}% on memory- or launch-bound ones (worst {f['worst_pct']:.0f}%): "
+              "a prediction for a later run on that machine cannot be checked more closely")
+
+
+def _fit(args, frame):
+    from ..analysis import MODELS, AnalysisError, fit_results, model_parameters
+
+    models = comma_list(args.models) if args.models else tuple(MODELS)
     unknown = []
     for model in models:
         try:
@@ -61,11 +77,9 @@ def _fit(args, frame):
     if unknown:
         raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)} "
                             "or roofline+ any of hockney, cache, ramp, split, overlap, gemm")
-    if args.n_boot < 0:
-        raise AnalysisError(f"--n-boot must be 0 or more, got {args.n_boot}")
     progress = None
     if not args.quiet:
-        from .sweep import Progress
+        from ..sweep import Progress
 
         def progress(items):
             bar = Progress(len(items))
@@ -78,10 +92,10 @@ def _fit(args, frame):
 
 
 def _load(args, **filters):
-    from .analysis import AnalysisError
-    from .results import load_results
+    from ..analysis import AnalysisError
+    from ..results import load_results
 
-    frame = load_results(args.results, raw=True)
+    frame = load_results(args.results, raw=True, drop_drifted=getattr(args, "drop_drifted", False))
     for column, value in filters.items():
         frame = frame[frame[column] == value]
     if frame.empty:
@@ -111,14 +125,16 @@ def add_fit(sub) -> None:
 
 def _cmd_fit(args) -> int:
     fits = _fit(args, _load(args))
+    floors = _noise_floors(args)
     if args.json:
-        _print_json({"results": [str(p) for p in args.results], "series": [_series_json(f) for f in fits.values()],
-                     "skipped": fits.skipped})
+        print_json({"results": [str(p) for p in args.results], "series": [_series_json(f) for f in fits.values()],
+                     "skipped": fits.skipped, "noise_floors": floors})
         return 0
     for fit in fits.values():
         _print_series(fit)
     for label, reason in fits.skipped.items():
         print(f"skipped {label}: {reason}")
+    _print_noise_floors(floors)
     return 0
 
 
@@ -141,7 +157,7 @@ def _print_series(fit) -> None:
     n_boot = 0 if fit.draws is None else len(fit.draws)
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
           f"{k['threads']} threads; {len(fit.points)} points; latency = "
-          f"{STATISTIC_TEXT[fit.statistic][0]})")
+          f"{STATISTICS[fit.statistic].label})")
     what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
@@ -171,7 +187,7 @@ def _print_series(fit) -> None:
         print(f"  {fit.model}, held-out values inside the trained range only (interpolation): MAPE "
               + ", ".join(parts))
     if fit.noise_floor_points:
-        what, fitted = STATISTIC_TEXT[fit.statistic][1:]
+        what, fitted = STATISTICS[fit.statistic].round_label, STATISTICS[fit.statistic].combined_label
         print(f"  noise floor: one round's {what} lies {fit.noise_floor_pct:.1f}% from {fitted} "
               f"(mean over {fit.noise_floor_points} points measured in 2+ rounds): drift no model of the sizes "
               "can explain, so a held-out MAPE near it is as good as these data allow")
@@ -181,7 +197,7 @@ def _print_series(fit) -> None:
 # --------------------------------------------------------------------------------------- predict
 def add_predict(sub) -> None:
     """Register ``crossover predict``."""
-    from .choices import DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+    from ..choices import DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
 
     p = sub.add_parser(
         "predict",
@@ -194,9 +210,9 @@ def add_predict(sub) -> None:
         ),
         epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json",
     )
-    p.add_argument("--d-model", type=_positive_int, required=True, help="layer width")
-    p.add_argument("--n-layers", type=_positive_int, required=True, help="residual blocks")
-    p.add_argument("--batch-size", type=_positive_int, required=True, help="samples per step")
+    p.add_argument("--d-model", type=positive_int, required=True, help="layer width")
+    p.add_argument("--n-layers", type=positive_int, required=True, help="residual blocks")
+    p.add_argument("--batch-size", type=positive_int, required=True, help="samples per step")
     p.add_argument("--workload", default="forward", choices=WORKLOADS, help="default forward")
     p.add_argument("--mode", default="eager", choices=MODES, help="default eager")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="default float32")
@@ -212,7 +228,7 @@ def add_predict(sub) -> None:
 
 
 def _cmd_predict(args) -> int:
-    from .analysis import predict
+    from ..analysis import predict
 
     wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
                   transfer=args.transfer)
@@ -220,10 +236,11 @@ def _cmd_predict(args) -> int:
     fits = _fit(args, _load(args, **machine, **wanted))
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     _add_paired_rounds(args, fits, result)
+    result["noise_floors"] = _noise_floors(args)
     if args.json:
-        _print_json(result)
+        print_json(result)
         return 0
-    statistic = STATISTIC_TEXT[args.statistic][0]
+    statistic = STATISTICS[args.statistic].label
     print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
           f"({', '.join(wanted.values())}; latency = {statistic})")
     for item in result["devices"]:
@@ -236,6 +253,7 @@ def _cmd_predict(args) -> int:
           "held-out errors)")
     if result["speedup"] is None:
         print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
+        _print_noise_floors(result["noise_floors"])
         return 0
     print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['devices'][1]['series']}")
     for c in [result["crossover"]] + [c for c in result["crossovers"] if c["between"] != result["crossover"]["between"]]:
@@ -252,15 +270,16 @@ def _cmd_predict(args) -> int:
                   f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
         if c.get("paired_rounds"):
             print(f"  measured, round by round: {c['paired_rounds']['text']}")
+    _print_noise_floors(result["noise_floors"])
     return 0
 
 
 def _add_paired_rounds(args, fits, result) -> None:
     """Beside each fitted crossover, the empirical one: the crossing of each round's paired curves
     (see :mod:`crossover.paired`), where both series were measured in the same rounds along the axis."""
-    from .analysis import SERIES_KEYS
-    from .paired import crossover_distribution
-    from .results import load_results
+    from ..analysis import SERIES_KEYS
+    from ..paired import crossover_distribution
+    from ..results import load_results
 
     crossovers = [c for c in [result.get("crossover")] + list(result.get("crossovers") or []) if c]
     if not crossovers:

@@ -1,0 +1,68 @@
+"""The ``crossover`` command line: the top-level parser and :func:`main`.
+
+The subcommands live beside this module, one module per group: :mod:`.measure` (``measure``,
+``sweep``, ``noise``, ``env``), :mod:`.analysis` (``fit``, ``predict``) and :mod:`.figures`
+(``figures``, ``diagram``); :mod:`.args` holds what they share (argument types, JSON output, the
+shipped results path). No library module of the package builds a parser.
+
+Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
+line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from ..errors import CrossoverError
+from . import analysis, figures, measure
+from .args import EXIT_USAGE, Parser, UsageError
+
+__all__ = ["main", "build_parser", "UsageError"]
+
+#: Every subcommand, in the order ``crossover --help`` lists them.
+COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise,
+            analysis.add_fit, analysis.add_predict, figures.add_figures, figures.add_diagram)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``crossover`` parser with every subcommand registered."""
+    from .. import __version__
+
+    parser = Parser(
+        prog="crossover",
+        description=(
+            "Measure, model and predict where the CPU stops beating the GPU for a residual-MLP toy "
+            "model. Start with 'crossover measure --help' or 'crossover sweep --help'."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"crossover {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; return the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        message = str(exc)
+        print(message if message.startswith("crossover") else f"crossover: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except CrossoverError as exc:
+        print(f"crossover: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RuntimeError as exc:  # torch failures: out of memory, capture or compile errors
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"crossover: error: {type(exc).__name__}: {first_line}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

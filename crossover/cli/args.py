@@ -1,0 +1,112 @@
+"""What every ``crossover`` subcommand shares: argument types, one-line errors, JSON output, and the
+shipped results path.
+
+Each argument type is defined once here and used by every parser of the package (the ``crossover``
+subcommands and ``python -m crossover.paper_numbers``' options), so a bad value reads the same
+everywhere: ``crossover: error: argument --d-model: must be a positive integer, got '0'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+__all__ = [
+    "DEFAULT_RESULTS",
+    "EXIT_USAGE",
+    "Parser",
+    "UsageError",
+    "comma_list",
+    "non_negative_float",
+    "non_negative_int",
+    "positive_float",
+    "positive_int",
+    "print_json",
+]
+
+#: The exit status of a user error (argparse's own).
+EXIT_USAGE = 2
+
+#: The reference measurements shipped with the repository (``experiments/results``).
+DEFAULT_RESULTS = Path(__file__).resolve().parents[2] / "experiments" / "results"
+
+
+class UsageError(Exception):
+    """A user error reported as one line and exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line (plus a hint) instead of usage and message."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------------------------ argument types
+def _number(text: str, convert, accept, what: str):
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer above 0 (a size, a count)."""
+    return _number(text, int, lambda v: v > 0, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An integer of 0 or more (a seed, a thread count where 0 means the default)."""
+    return _number(text, int, lambda v: v >= 0, "a non-negative integer")
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a time, a fraction)."""
+    return _number(text, float, lambda v: v > 0 and math.isfinite(v), "a positive number")
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number of 0 or more (a pause, a span)."""
+    return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a non-negative number")
+
+
+def comma_list(text: Optional[str]) -> Optional[tuple]:
+    """``"a, b,c"`` → ``("a", "b", "c")``; None (the option not given) stays None; an empty list is a
+    :class:`UsageError`."""
+    if text is None:
+        return None
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    if not items:
+        raise UsageError(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+# ------------------------------------------------------------------------------------ JSON output
+def _json_default(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def _nan_to_none(data):
+    if isinstance(data, dict):
+        return {k: _nan_to_none(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_nan_to_none(v) for v in data]
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
+
+
+def print_json(data) -> None:
+    """Print ``data`` as indented JSON: NaN and infinities become null, numpy scalars numbers, anything
+    else its ``str``."""
+    print(json.dumps(_nan_to_none(data), indent=2, default=_json_default))

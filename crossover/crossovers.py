@@ -1,0 +1,359 @@
+"""Where two fitted series meet: crossovers with bootstrap intervals, frontiers, cost, predictions.
+
+One root finder, :func:`crossing`, solves ``log t_a = log t_b`` (latencies times prices) along any
+path through the sizes: :func:`crossover` walks one axis with the other two sizes fixed,
+:func:`fixed_params_crossover` trades width for depth at a fixed parameter count, and
+:func:`crossover_frontier` and :func:`cost_crossover` are repeated or priced crossovers. Each
+bootstrap draw of the two fits is solved the same way, and the percentiles of those roots are the
+interval. :func:`empirical_crossover` and :func:`curve_crossings` find where measured curves cross,
+with no model. :func:`predict` answers the user's question for one configuration.
+
+Pure computation on :class:`crossover.fitting.SeriesFit` objects; no file I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from .errors import AnalysisError
+from .fitting import SeriesFit
+from .latency_models import AXES
+
+__all__ = ["Crossover", "crossing", "crossover", "fixed_params_crossover", "empirical_crossover",
+           "curve_crossings", "crossover_frontier", "cost_per_million_samples", "cost_crossover", "predict"]
+
+
+@dataclass
+class Crossover:
+    """Where the latency (or cost) of series ``a`` and ``b`` meet along ``axis``.
+
+    ``x`` is None when the fitted curves never cross in ``x_range``; ``winner`` then names the series
+    faster everywhere there. ``low``/``high`` are the bootstrap interval of the crossing,
+    ``never_fraction`` the share of bootstrap resamples in which the curves do not cross in range.
+    ``empirical`` lists crossings between measured points (log-log interpolation), if both series
+    were measured at the same values of ``axis`` with the other sizes as in ``fixed``.
+    """
+
+    axis: str
+    fixed: dict
+    a: str
+    b: str
+    x: Optional[float]
+    roots: list
+    low: Optional[float]
+    high: Optional[float]
+    never_fraction: float
+    winner_below: Optional[str]
+    winner_above: Optional[str]
+    winner: Optional[str]
+    x_range: tuple
+    empirical: list
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self).items()}
+
+
+def _check_comparable(fit_a: SeriesFit, fit_b: SeriesFit) -> None:
+    if fit_a.statistic != fit_b.statistic:
+        raise AnalysisError(f"{fit_a.label} is fitted on the {fit_a.statistic}, {fit_b.label} on the "
+                            f"{fit_b.statistic}: fit both on the same statistic to compare them")
+
+
+def _brackets(values, grid):
+    positive = values > 0
+    return [(grid[i], grid[i + 1]) for i in np.flatnonzero(positive[:-1] != positive[1:])]
+
+
+def crossing(fit_a: SeriesFit, fit_b: SeriesFit, path: Callable, x_range: tuple, *, axis: str, fixed: Mapping,
+             prices: tuple = (1.0, 1.0), n_grid: int = 128, empirical: Sequence = ()) -> Crossover:
+    """Solve ``log(p_a t_a) = log(p_b t_b)`` on the fitted models along a path, with a bootstrap interval.
+
+    Parameters
+    ----------
+    fit_a, fit_b : SeriesFit
+        Any two series fitted on the same statistic.
+    path : callable
+        ``x -> (d_model, n_layers, batch_size)`` for an array ``x`` of positions (sizes may be
+        arrays or scalars, and need not be integers).
+    x_range : (float, float)
+        Where to look (positive, increasing).
+    axis, fixed
+        What ``x`` is and what the path holds fixed (reported in the :class:`Crossover`).
+    prices : (float, float)
+        Multipliers of each latency (prices per hour give the cost crossover).
+    n_grid : int
+        Log-spaced grid scanned for sign changes before :func:`scipy.optimize.brentq` refines a root;
+        each bootstrap draw (the first ``min(n_a, n_b)`` draws of the two fits, paired) is solved alike.
+    empirical : sequence
+        Measured crossings to report beside the fitted one.
+
+    Returns
+    -------
+    Crossover
+    """
+    _check_comparable(fit_a, fit_b)
+    lo, hi = map(float, x_range)
+    if not 0 < lo < hi:
+        raise AnalysisError(f"x_range must be increasing and positive, got {x_range}")
+    grid = np.linspace(np.log(lo), np.log(hi), n_grid)
+
+    def log_ratio(u, theta_a=None, theta_b=None):
+        sizes = path(np.exp(u))
+        return (np.log(fit_a.latency_s(*sizes, theta=theta_a) * prices[0])
+                - np.log(fit_b.latency_s(*sizes, theta=theta_b) * prices[1]))
+
+    def roots(values, theta_a=None, theta_b=None):
+        return [float(np.exp(optimize.brentq(log_ratio, u0, u1, args=(theta_a, theta_b))))
+                for u0, u1 in _brackets(values, grid)]
+
+    values = log_ratio(grid)
+    found = roots(values)
+    x = found[0] if found else None
+    low = high = None
+    never = np.nan
+    if fit_a.draws is not None and fit_b.draws is not None:
+        n = min(len(fit_a.draws), len(fit_b.draws))
+        draws_a, draws_b = fit_a.draws[:n], fit_b.draws[:n]
+        grids = log_ratio(grid, draws_a, draws_b)  # one row per draw
+        picked = []
+        for r in range(n):
+            if not _brackets(grids[r], grid):
+                continue
+            draw = roots(grids[r], draws_a[r], draws_b[r])
+            picked.append(min(draw, key=lambda v: abs(np.log(v / x))) if x else draw[0])
+        never = 1 - len(picked) / n
+        if picked and x is not None:
+            tail = 50 * (1 - min(fit_a.level, fit_b.level))
+            low, high = (float(v) for v in np.percentile(picked, [tail, 100 - tail]))
+    name = lambda v: fit_a.label if v < 0 else fit_b.label  # noqa: E731 - negative log ratio: a is faster
+    return Crossover(axis=axis, fixed=dict(fixed), a=fit_a.label, b=fit_b.label, x=x, roots=found, low=low,
+                     high=high, never_fraction=float(never),
+                     winner_below=name(values[0]) if found else None,
+                     winner_above=name(values[-1]) if found else None,
+                     winner=None if found else name(values[0]), x_range=(lo, hi), empirical=list(empirical))
+
+
+def crossover(fit_a: SeriesFit, fit_b: SeriesFit, axis: str = "batch_size", *, d_model: float = 128,
+              n_layers: float = 128, batch_size: float = 1, x_range: Optional[tuple] = None,
+              prices: tuple = (1.0, 1.0), n_grid: int = 128) -> Crossover:
+    """Solve ``log t_a(x) = log t_b(x)`` along ``axis`` on the fitted models, with a bootstrap interval.
+
+    Parameters
+    ----------
+    fit_a, fit_b : SeriesFit
+        Any two series (e.g. the CPU of one machine and the GPU of another).
+    axis : {"batch_size", "d_model", "n_layers"}
+        The size that varies (continuously); the other two are fixed by the keyword arguments.
+    x_range : (float, float), optional
+        Where to look; default: the values of ``axis`` measured in either series.
+    prices : (float, float)
+        Multipliers of each latency (prices per hour give the cost crossover).
+    n_grid : int
+        See :func:`crossing`.
+
+    Returns
+    -------
+    Crossover
+        With ``empirical``: where the two series' fitted points cross along ``axis`` at ``fixed``.
+    """
+    if axis not in AXES:
+        raise AnalysisError(f"unknown axis {axis!r}; expected one of {AXES}")
+    _check_comparable(fit_a, fit_b)
+    fixed = dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
+    fixed.pop(axis)
+    if x_range is None:
+        values = np.concatenate([fit_a.points[axis], fit_b.points[axis]])
+        x_range = (float(values.min()), float(values.max()))
+
+    def path(x):
+        return tuple(x if a == axis else fixed[a] for a in AXES)
+
+    measured = empirical_crossover(fit_a.points, fit_b.points, axis, prices=prices, column="latency_s", **fixed)
+    return crossing(fit_a, fit_b, path, x_range, axis=axis, fixed=fixed, prices=prices, n_grid=n_grid,
+                    empirical=measured)
+
+
+def fixed_params_crossover(fit_a: SeriesFit, fit_b: SeriesFit, params: float, *, batch_size: float = 1,
+                           x_range: tuple, **options) -> Crossover:
+    """The crossover along ``d_model`` at a fixed parameter count (``n_layers = params / d_model²``).
+
+    Solved like :func:`crossover` (see :func:`crossing` for ``options``); ``fixed`` holds ``params``
+    and ``batch_size``, and ``empirical`` is empty (the measured rows of such a sweep are the
+    caller's: :func:`empirical_crossover` of them along ``d_model``).
+    """
+    return crossing(fit_a, fit_b, lambda d: (d, params / d**2, batch_size), x_range, axis="d_model",
+                    fixed=dict(params=params, batch_size=batch_size), **options)
+
+
+def empirical_crossover(points_a: pd.DataFrame, points_b: pd.DataFrame, axis: str = "batch_size",
+                        prices: tuple = (1.0, 1.0), column: str = "median_s", **fixed) -> list:
+    """Crossings between measured points: where ``t_a / t_b`` changes sign in log, interpolated
+    linearly in log-log between adjacent values of ``axis`` measured in both series.
+
+    Parameters
+    ----------
+    points_a, points_b : pandas.DataFrame
+        Points with the three sizes and ``column``: measured rows (``median_s``, the default, or the
+        column of another statistic of :data:`crossover.statistics.STATISTICS`), or a fit's
+        ``points`` (``column="latency_s"``).
+    axis : str
+        The swept size.
+    prices : (float, float)
+        Multipliers of each series' latency.
+    **fixed
+        The other two sizes (``d_model=128, n_layers=128``, say); only points there count.
+
+    Returns
+    -------
+    list of float
+        The crossings (see :func:`curve_crossings`).
+    """
+    curves = []
+    for points, price in zip((points_a, points_b), prices):
+        mask = np.ones(len(points), bool)
+        for name, value in fixed.items():
+            mask &= points[name].to_numpy() == value
+        curves.append(points[mask].groupby(axis)[column].median() * price)
+    return curve_crossings(*curves)
+
+
+def curve_crossings(first: pd.Series, second: pd.Series) -> list:
+    """Where two measured curves (Series indexed by the swept size) cross: the values of the index
+    where ``first / second`` changes sign in log, interpolated linearly in log-log between adjacent
+    values both curves hold (an exact tie counts as a crossing)."""
+    joined = pd.concat([first, second], axis=1, join="inner").dropna().sort_index()
+    u = np.log(joined.index.to_numpy(float))
+    r = np.log(joined.iloc[:, 0].to_numpy(float) / joined.iloc[:, 1].to_numpy(float))
+    roots = []
+    for i in range(len(r) - 1):
+        if r[i] == 0:
+            roots.append(float(np.exp(u[i])))
+        elif r[i] * r[i + 1] < 0:
+            roots.append(float(np.exp(u[i] - r[i] * (u[i + 1] - u[i]) / (r[i + 1] - r[i]))))
+    if len(r) and r[-1] == 0:
+        roots.append(float(np.exp(u[-1])))
+    return roots
+
+
+def crossover_frontier(fit_a: SeriesFit, fit_b: SeriesFit, d_models: Sequence[float], *,
+                       n_layers: float = 128, batch_range: Optional[tuple] = None, **options) -> pd.DataFrame:
+    """The 2-D frontier: for each ``d_model``, the crossover batch size (with interval).
+
+    Returns
+    -------
+    pandas.DataFrame
+        d_model, n_layers, params (``n_layers * d_model**2``), batch_size (None where the curves do
+        not cross in ``batch_range``), low, high, never_fraction, winner_below, winner_above, winner.
+    """
+    rows = []
+    for d in d_models:
+        c = crossover(fit_a, fit_b, "batch_size", d_model=d, n_layers=n_layers, x_range=batch_range, **options)
+        rows.append(dict(d_model=d, n_layers=n_layers, params=n_layers * d * d, batch_size=c.x, low=c.low,
+                         high=c.high, never_fraction=c.never_fraction, winner_below=c.winner_below,
+                         winner_above=c.winner_above, winner=c.winner))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------- cost
+def cost_per_million_samples(latency_s, batch_size, price_per_hour):
+    """Cost of one million samples: ``latency_s / batch_size * 1e6 * price_per_hour / 3600``."""
+    per_sample_s = np.asarray(latency_s, float) / np.asarray(batch_size, float)
+    return per_sample_s * 1e6 * np.asarray(price_per_hour, float) / 3600
+
+
+def cost_crossover(fit_a: SeriesFit, fit_b: SeriesFit, price_a_per_hour: float, price_b_per_hour: float,
+                   axis: str = "batch_size", **options) -> Crossover:
+    """Where the cost per sample of ``a`` and ``b`` meet (see :func:`crossover` for ``options``)."""
+    if not (price_a_per_hour > 0 and price_b_per_hour > 0):
+        raise AnalysisError("prices per hour must be positive")
+    return crossover(fit_a, fit_b, axis, prices=(price_a_per_hour, price_b_per_hour), **options)
+
+
+# ------------------------------------------------------------------------------------ predict
+def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_size: int, *,
+            workload: str = "forward", mode: str = "eager", dtype: str = "float32",
+            regime: str = "latency", transfer: str = "device", batch_range: Optional[tuple] = None,
+            axis: str = "batch_size") -> dict:
+    """Predicted latency of one configuration on every fitted device, the winner and the crossover.
+
+    Per (machine, device), the matching series with the most points is used.
+
+    Returns
+    -------
+    dict
+        ``devices``: one object per device with ``device``, ``machine``, ``series``, ``model``,
+        ``latency_s``, its confidence interval ``latency_low_s``/``latency_high_s`` (bootstrap of the
+        fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
+        held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
+        (outside the measured range); ``winner`` (series label), ``speedup`` (runner-up latency / winner
+        latency), and ``crossover``: the batch size where the winner and the fastest series of the other
+        kind of device (CPU against GPU; the runner-up if all are of one kind) swap, with
+        interval (``None`` with fewer than two devices). The crossover is along ``axis`` (default
+        ``batch_size``; ``d_model`` or ``n_layers`` hold the other two sizes at the given values),
+        searched over ``batch_range`` (any axis; default: the measured range); its value is ``at``
+        (and ``batch_size`` when that is the axis). ``crossovers`` lists the same for every pair of a
+        CPU series and a GPU series (your own CPU from a quick run against a shipped GPU, say).
+    """
+    for name, value in dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size).items():
+        if not value > 0:
+            raise AnalysisError(f"{name} must be positive, got {value}")
+    wanted = dict(workload=workload, mode=mode, dtype=dtype, regime=regime, transfer=transfer)
+    chosen = {}
+    for fit in fits.values():
+        if all(fit.key[k] == v for k, v in wanted.items()):
+            device = (fit.key["machine"], fit.key["device"])
+            if device not in chosen or len(fit.points) > len(chosen[device].points):
+                chosen[device] = fit
+    if not chosen:
+        available = sorted({tuple(f.key[k] for k in wanted) for f in fits.values()})
+        raise AnalysisError(f"no fitted series for {tuple(wanted.values())}; available: {available}")
+    config = dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
+    devices = sorted((_device_prediction(fit, config) for fit in chosen.values()),
+                     key=lambda item: item["latency_s"])
+    result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, devices=devices,
+                  winner=devices[0]["series"], speedup=None, crossover=None, crossovers=[])
+    if len(devices) > 1:
+        result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
+        # The crossover that matters is CPU against GPU: the winner against the fastest series of the
+        # other kind of device (the runner-up when every series is of one kind).
+        kind = lambda item: item["device"].split(":")[0]  # noqa: E731
+        rival = next((item for item in devices[1:] if kind(item) != kind(devices[0])), devices[1])
+
+        def solve(a: str, b: str) -> dict:
+            c = crossover(fits[a], fits[b], axis, **config, x_range=batch_range)
+            return _crossover_entry(c)
+
+        result["crossover"] = solve(devices[0]["series"], rival["series"])
+        # Every CPU against every GPU (e.g. your own CPU, from a quick run, against a shipped GPU).
+        result["crossovers"] = [
+            result["crossover"] if {a["series"], b["series"]} == set(result["crossover"]["between"])
+            else solve(a["series"], b["series"])
+            for a in devices if kind(a) == "cpu" for b in devices if kind(b) == "cuda"
+        ]
+    return result
+
+
+def _device_prediction(fit: SeriesFit, config: dict) -> dict:
+    """One entry of :func:`predict`'s ``devices``."""
+    low, high = fit.latency_interval_s(**config)
+    p_low, p_high = fit.prediction_interval_s(**config)
+    return dict(device=fit.key["device"], machine=fit.key["machine"], series=fit.label, model=fit.model,
+                latency_s=float(fit.latency_s(**config)), latency_low_s=low, latency_high_s=high,
+                prediction_low_s=p_low, prediction_high_s=p_high, cv_mape_pct=fit.cv_score(),
+                statistic=fit.statistic, extrapolated=not fit.in_range(**config))
+
+
+def _crossover_entry(c: Crossover) -> dict:
+    """A :class:`Crossover` as :func:`predict` (and ``crossover predict --json``) reports it."""
+    out = dict(between=[c.a, c.b], axis=c.axis, at=c.x, low=c.low, high=c.high,
+               never_fraction=c.never_fraction, winner_below=c.winner_below,
+               winner_above=c.winner_above, winner_everywhere=c.winner,
+               range=list(c.x_range), empirical=c.empirical, fixed=c.fixed)
+    if c.axis == "batch_size":
+        out.update(batch_size=c.x, batch_range=list(c.x_range))
+    return out

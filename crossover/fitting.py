@@ -1,0 +1,352 @@
+"""Fitting a latency model to each series: model choice, parameters and their bootstrap intervals.
+
+A *series* is the set of rows sharing :data:`SERIES_KEYS` (one machine's device in one
+workload/mode/dtype/regime/transfer/thread setting); every series gets its own fit
+(:func:`fit_series`, or :func:`fit_results` for every series of a results frame). A fit reads each
+point's latency from one statistic (:mod:`crossover.statistics`, the 10th percentile by default)
+into ``latency_s``, cross-validates the candidate models (:mod:`crossover.validation`), keeps the
+one with the lowest held-out error and bootstraps its parameters.
+
+Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
+(each point's measured time is replaced by the fitted time times a log residual drawn with
+replacement from all points' residuals, and the model refitted). The residuals hold everything the
+model does not explain: drift between runs and rounds on a shared machine as well as misfit, which
+on real machines is far larger than the noise within one measurement. ``bootstrap="repeats"``
+resamples each point's raw repeats instead (the statistic retaken, model refitted): intervals that
+reflect only the noise within a run, and are much narrower. The cross-validation error remains the
+honest measure of how far a prediction for an unmeasured size may be off. A parameter whose estimate
+sits on its search bound (``at_bound`` in :meth:`SeriesFit.parameters`) is not identified by the
+data.
+
+The bootstrap's random draws are seeded by the series' label (:func:`series_seed`), so every entry
+point (``crossover fit``/``predict``, the figures, the paper's numbers, the notebook) that fits the
+same rows of a series on the same statistic quotes the same interval.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .choices import BYTES_PER_ELEMENT
+from .errors import AnalysisError
+from .latency_models import AXES, MODELS, PARAMS, evaluate, features, fit_parameters, model_parameters
+from .statistics import DEFAULT_STATISTIC, statistic_named
+from .validation import SERIES_KEYS, check_frame, cv_summary, frame_features, held_out_predictions
+
+__all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed"]
+
+
+def series_seed(label: str, seed: int = 0) -> tuple:
+    """The bootstrap seed of the series called ``label``: ``(seed, crc32(label))``.
+
+    Derived from the label, not from a series' position among others, so the same series gets the
+    same draws whichever other series are fitted beside it.
+
+    Examples
+    --------
+    >>> series_seed("my-vm/cpu")
+    (0, 1461308366)
+    """
+    return (seed, zlib.crc32(label.encode()))
+
+
+def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (d_model, n_layers, batch_size) of a series.
+
+    A size measured by two sweeps (the anchor in the batch sweep and again in the threads sweep,
+    say) gets the median of their ``latency_s``, pooled ``raw_times_s`` and the mean
+    ``latency_deviation``; other columns from the first. Each size then counts once in a fit, its CV
+    folds and the plotted curves. ``frame`` holds ``latency_s`` (see
+    :func:`crossover.statistics.with_latency`).
+    """
+    if not frame.duplicated(list(AXES)).any():
+        return frame
+    rows = []
+    for _, group in frame.groupby(list(AXES), sort=False):
+        row = group.iloc[0].copy()
+        if len(group) > 1:
+            row["latency_s"] = float(group["latency_s"].median())
+            if "raw_times_s" in group:
+                row["raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
+            if "latency_deviation" in group:
+                row["latency_deviation"] = float(group["latency_deviation"].mean())
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def _series_key(row) -> tuple:
+    return tuple(-1 if k == "threads" and pd.isna(row[k]) else row[k] for k in SERIES_KEYS)
+
+
+def _raw_samples(frame: pd.DataFrame, quantile: float = 0.5) -> list:
+    """Per point, its raw repeats (at least two values, so scipy can resample every point).
+
+    The repeats are rescaled so that their ``quantile`` is the point's fitted latency: a point
+    measured in several rounds has ``median_s`` = the median of the rounds' medians, which is not
+    the median of its pooled repeats, and the bootstrap must resample around the estimate that was
+    fitted.
+    """
+    raw = frame["raw_times_s"] if "raw_times_s" in frame else [()] * len(frame)
+    samples = []
+    for values, latency in zip(raw, frame["latency_s"]):
+        values = np.asarray(values if len(values) >= 2 else (latency, latency), dtype=float)
+        samples.append(values * (latency / np.quantile(values, quantile)))
+    return samples
+
+
+# -------------------------------------------------------------------------------------- fits
+@dataclass
+class SeriesFit:
+    """One series' fitted latency model, its bootstrap draws and its cross-validated accuracy."""
+
+    key: dict
+    label: str
+    model: str
+    params: np.ndarray  # SI units, in the order of model_parameters(model)
+    draws: Optional[np.ndarray]  # bootstrap parameter draws, (n_boot, n_params), or None
+    level: float
+    workload: str
+    bytes_per_element: int
+    points: pd.DataFrame  # d_model, n_layers, batch_size, latency_s (of `statistic`) of the fitted points
+    cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
+    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / held-out prediction)
+    bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
+    noise_floor_pct: float = np.nan  # mean |one round / combined value - 1| (%), points with >= 2 rounds
+    noise_floor_points: int = 0  # how many points that mean is over
+    statistic: str = DEFAULT_STATISTIC  # what each point's latency is (see crossover.statistics)
+
+    def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
+        """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
+
+        ``theta`` overrides the parameters (SI units, one row per parameter set).
+        """
+        X = features(d_model, n_layers, batch_size, self.workload, self.bytes_per_element)
+        if draws and self.draws is None:
+            raise AnalysisError(f"{self.label}: fitted without bootstrap draws (n_boot=0)")
+        if theta is None:
+            theta = self.draws if draws else self.params
+        return evaluate(self.model, theta, X)
+
+    def latency_interval_s(self, d_model, n_layers, batch_size) -> tuple:
+        """(low, high) percentile interval of the predicted latency at ``level``; NaN without draws."""
+        if self.draws is None:
+            return np.nan, np.nan
+        values = self.latency_s(d_model, n_layers, batch_size, draws=True)
+        tail = 50 * (1 - self.level)
+        return tuple(float(np.percentile(values, q)) for q in (tail, 100 - tail))
+
+    def prediction_interval_s(self, d_model, n_layers, batch_size) -> tuple:
+        """(low, high) where a new measurement may fall: the prediction scaled by the ``level``
+        percentiles of the chosen model's held-out errors (NaN without cross-validation)."""
+        if not len(self.cv_log_errors):
+            return np.nan, np.nan
+        tail = 50 * (1 - self.level)
+        value = float(self.latency_s(d_model, n_layers, batch_size))
+        return tuple(value * float(np.exp(np.percentile(self.cv_log_errors, q))) for q in (tail, 100 - tail))
+
+    def parameters(self) -> pd.DataFrame:
+        """Parameters in display units with their bootstrap interval (percentile, ``level``).
+
+        ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
+        (see ``PARAMS``); ``identified`` is False then, and also where the interval spans more than
+        two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
+        small to matter next to the rest, or a compute rate of a series whose points are all
+        launch-bound), and its value and interval mean nothing physical.
+        """
+        rows = []
+        for i, name in enumerate(model_parameters(self.model)):
+            spec = PARAMS[name]
+            low = high = np.nan
+            if self.draws is not None:
+                tail = 50 * (1 - self.level)
+                low, high = np.percentile(self.draws[:, i], [tail, 100 - tail]) * spec.scale
+            value = self.params[i]
+            at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(spec.hi / value)) < 0.05)
+            wide = bool(np.isfinite(low) and np.isfinite(high) and low > 0 and high / low > 100)
+            rows.append(dict(series=self.label, model=self.model, param=name, label=spec.label,
+                             unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound,
+                             identified=not (at_bound or wide)))
+        return pd.DataFrame(rows)
+
+    def cv_score(self) -> float:
+        """Mean over held-out axes of the chosen model's CV MAPE (%), NaN if not cross-validated."""
+        rows = self.cv[self.cv["model"] == self.model] if len(self.cv) else self.cv
+        return float(rows["mape_pct"].mean()) if len(rows) else np.nan
+
+    def in_range(self, **config) -> bool:
+        """Whether each given axis value lies within the measured range of this series."""
+        return all(self.points[a].min() <= v <= self.points[a].max() for a, v in config.items())
+
+
+def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
+               n_boot: int = 200, level: float = 0.95, seed=None, loss: str = "soft_l1",
+               f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
+               label: Optional[str] = None, bootstrap: str = "residuals",
+               statistic: str = DEFAULT_STATISTIC) -> SeriesFit:
+    """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows of one series (``load_results(..., raw=True)``; without ``raw_times_s`` there is no
+        sampling noise to resample and intervals collapse to the point estimate).
+    models : sequence of str
+        Candidates from :data:`MODELS`; the lowest mean grouped-CV MAPE over ``axes`` wins (with a
+        single candidate, CV is still computed for the report; ``axes=()`` skips it).
+    n_boot : int
+        Bootstrap resamples (0: no intervals).
+    bootstrap : {"residuals", "repeats"}
+        What is resampled: the fit's log residuals across points (default; covers drift between
+        rounds and model misfit) or each point's raw repeats (only the noise within a measurement).
+    level : float
+        Confidence level of the percentile intervals.
+    seed : optional
+        Seed of the bootstrap's generator (anything :func:`numpy.random.default_rng` takes); default
+        :func:`series_seed` of the label, so the series' draws do not depend on who fits it.
+    loss, f_scale
+        Robust loss on log residuals, see :func:`scipy.optimize.least_squares`.
+    max_held_out_fraction : float
+        See :func:`crossover.validation.cv_splits`.
+    label : str, optional
+        Name of the series (default ``machine/device``).
+    statistic : {"p10", "median", "min"}
+        Each point's latency (see :data:`crossover.statistics.STATISTICS`): the 10th percentile of
+        its pooled repeats (default; the quiet machine), the median of its rounds' medians, or the
+        fastest repeat. ``points`` (its ``latency_s``), the noise floor and the predictions are then
+        of that statistic.
+
+    Returns
+    -------
+    SeriesFit
+    """
+    frame = check_frame(frame, statistic)
+    keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
+    if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
+        raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
+    frame = one_row_per_size(frame)
+    if not models:
+        raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
+    for m in models:
+        model_parameters(m)
+    if bootstrap not in ("residuals", "repeats"):
+        raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
+    label = label or f"{keys['machine']}/{keys['device']}"
+    X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    deviations = frame["latency_deviation"].dropna()
+    predictions = [held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale,
+                                        max_held_out_fraction=max_held_out_fraction) for m in models]
+    cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
+    scores = {m: cv.loc[cv["model"] == m, "mape_pct"].mean() for m in models}
+    scored = [m for m in models if np.isfinite(scores[m])]
+    model = min(scored, key=scores.get) if scored else models[0]
+    theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale)
+    chosen = predictions[list(models).index(model)]
+    log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
+    draws = None
+    if n_boot > 0:
+        rng = np.random.default_rng(series_seed(label) if seed is None else seed)
+        draws = _bootstrap(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
+                           n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale)
+    return SeriesFit(key=keys, label=label, model=model,
+                     params=theta, draws=draws, level=level, workload=keys["workload"],
+                     bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
+                     noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
+                     noise_floor_points=len(deviations), statistic=statistic,
+                     points=frame[list(AXES) + ["latency_s"]].reset_index(drop=True), cv=cv,
+                     cv_log_errors=log_errors)
+
+
+def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level, rng, loss, f_scale):
+    """Bootstrap parameter draws (n_boot, n_params) of ``model`` fitted at ``theta`` (see the module
+    docstring): resampling the log residuals, or each point's raw repeats at ``quantile``."""
+    if bootstrap == "residuals":
+        fitted = evaluate(model, theta, X)
+        residuals = np.log(t / fitted)
+        residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
+
+        def refit(resampled):
+            return np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
+
+        data = (residuals,)
+    else:
+        def refit(*samples):
+            latencies = np.array([np.quantile(s, quantile) for s in samples])
+            return np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale))
+
+        data = _raw_samples(frame, quantile)
+    result = stats.bootstrap(data, refit, n_resamples=n_boot, vectorized=False, method="percentile",
+                             confidence_level=level, rng=rng)
+    return np.exp(np.atleast_2d(result.bootstrap_distribution).T)
+
+
+class Fits(dict):
+    """Fitted series by label (see :func:`fit_results`), with the skipped ones in ``skipped``."""
+
+    skipped: dict
+
+    def parameters(self) -> pd.DataFrame:
+        """Every series' parameters with units and intervals."""
+        return pd.concat([f.parameters() for f in self.values()], ignore_index=True)
+
+    def accuracy(self) -> pd.DataFrame:
+        """Every series' grouped-CV accuracy per (model, held-out axis); ``chosen`` marks the model used."""
+        frames = [f.cv.assign(series=f.label, chosen=f.cv["model"] == f.model) for f in self.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _labels(keys: list) -> list:
+    """``machine/device``, plus the key fields that tell apart series of the same machine and device."""
+    labels = []
+    for key in keys:
+        same = [k for k in keys if k[:2] == key[:2]]
+        extra = [f"{name}={value}" for i, (name, value) in enumerate(zip(SERIES_KEYS, key))
+                 if i >= 2 and len({k[i] for k in same}) > 1]
+        labels.append(f"{key[0]}/{key[1]}" + (f" [{', '.join(extra)}]" if extra else ""))
+    return labels
+
+
+def fit_results(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, min_points: int = 8,
+                progress=None, seed: int = 0, **options) -> Fits:
+    """Fit every series of a results frame.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Results (``load_results(..., raw=True)``), any number of series.
+    models : sequence of str
+        Candidate models, see :func:`fit_series`.
+    min_points : int
+        Series with fewer points are left out and listed in ``Fits.skipped``.
+    progress : callable, optional
+        Wraps the iterable of series (e.g. ``tqdm.tqdm``).
+    seed : int
+        Each series' bootstrap is seeded with :func:`series_seed` of its label and ``seed``: the
+        same draws as :func:`fit_series` of that series alone.
+    **options
+        Passed to :func:`fit_series` (``statistic``, ``n_boot``, ``axes``, ...).
+
+    Returns
+    -------
+    Fits
+    """
+    frame = check_frame(frame, options.get("statistic", DEFAULT_STATISTIC))  # each fit_series rereads it
+    keys = [_series_key(row) for _, row in frame[list(SERIES_KEYS)].iterrows()]
+    frame = frame.assign(_key=keys)
+    unique = list(dict.fromkeys(keys))
+    fits, fits.skipped = Fits(), {}
+    items = list(zip(unique, _labels(unique)))
+    for key, label in progress(items) if progress else items:
+        rows = frame[frame["_key"] == key].drop(columns="_key")
+        if len(rows) < min_points:
+            fits.skipped[label] = f"{len(rows)} points (< {min_points})"
+            continue
+        fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), **options)
+    if not fits:
+        raise AnalysisError(f"no series has {min_points} or more points to fit ({fits.skipped})")
+    return fits

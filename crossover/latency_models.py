@@ -1,0 +1,270 @@
+"""The latency models: their forms, their parameters, and fitting one model to one series' points.
+
+A latency model predicts the seconds of one step from the sizes ``(d_model, n_layers, batch_size)``
+and the work they imply (FLOPs and bytes from :func:`crossover.model.work_per_step`, the one home of
+those counts). All are fitted on relative error (log space, robust ``soft_l1`` loss, with
+log-parameters so every parameter stays positive)::
+
+    affine      t = step + FLOPs / R
+    roofline    t = step + L * (layer + smax(F / P, M / BW))
+
+refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func:`model_parameters`)::
+
+    hockney     P -> P * B / (B + B_half): matrix-vector runs slower than matrix-matrix
+    cache       BW -> from an in-cache to a DRAM bandwidth, logistic in log(weight bytes of the
+                whole model) around a cache size
+    ramp        BW -> from a small-layer to a large-layer bandwidth, logistic in log(one layer's
+                weight bytes)
+    split       activations (``7 B d`` per layer) move at their own bandwidth
+    overlap     the smooth-max exponent p is fitted (1: compute and memory add up, large: max)
+    gemm        layer -> layer + gemm for batch > 1: a batch of one runs a matrix-vector kernel, a
+                larger batch a matrix-matrix one with its own fixed cost per call (on the CPU,
+                MKL's GEMM set-up and weight packing: ``experiments/bench_gemv_gemm.py``). A step
+                at batch 2, so a crossover found between batch 1 and 2 may be that step.
+
+``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
+forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
+(``p = SMOOTH_MAX_P`` unless fitted). :data:`MODELS` lists the default candidates; which one a series
+uses is chosen by grouped cross-validation (:mod:`crossover.fitting`), not by in-sample fit. ``gemm``
+is not among the default candidates: on the CPU it is real (the step from batch 1 to 2 shows in a
+back-to-back micro-benchmark) and lowers the CV error a little, but on the shipped H100 data it wins
+by absorbing the drift between two runs (its batch > 1 points were re-measured in a slower run than
+the batch-1 sweeps), which moves the fitted crossover away from the measured one. Ask for it with
+``models=`` / ``--models``.
+
+Pure computation on arrays; the series, cross-validation and bootstrap are :mod:`crossover.fitting`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+from scipy import optimize, special
+
+from .choices import WORKLOADS
+from .errors import AnalysisError
+from .model import work_per_step
+
+__all__ = ["AXES", "PARAMS", "MODELS", "SMOOTH_MAX_P", "model_parameters", "step_counts", "features",
+           "evaluate", "model_latency_s", "fit_parameters"]
+
+#: The sizes a latency model takes, in the order it takes them.
+AXES = ("d_model", "n_layers", "batch_size")
+SMOOTH_MAX_P = 3.0  # exponent of the smooth max of compute and memory time
+CACHE_WIDTH = 1.0  # width (natural-log units of weight bytes) of the in-cache -> DRAM transition
+
+
+@dataclass(frozen=True)
+class _Param:
+    label: str
+    unit: str
+    scale: float  # SI value * scale = value in `unit`
+    lo: float  # bounds in SI units
+    hi: float
+
+
+#: Every parameter: label, display unit, SI -> unit scale and the bounds the fit searches within.
+PARAMS = {
+    "step_s": _Param("per-step overhead", "µs", 1e6, 1e-9, 10.0),
+    "layer_s": _Param("per-layer overhead", "µs", 1e6, 1e-10, 0.1),
+    "flops_per_s": _Param("compute rate", "GFLOP/s", 1e-9, 1e6, 1e17),
+    "bytes_per_s": _Param("bandwidth", "GB/s", 1e-9, 1e6, 1e15),
+    "cache_bytes_per_s": _Param("in-cache bandwidth", "GB/s", 1e-9, 1e6, 1e15),
+    "dram_bytes_per_s": _Param("out-of-cache bandwidth", "GB/s", 1e-9, 1e6, 1e15),
+    "cache_bytes": _Param("cache size (bandwidth midpoint)", "MB", 1e-6, 1e3, 1e13),
+    "small_bytes_per_s": _Param("bandwidth, small layers", "GB/s", 1e-9, 1e6, 1e15),
+    "large_bytes_per_s": _Param("bandwidth, large layers", "GB/s", 1e-9, 1e6, 1e15),
+    "ramp_bytes": _Param("layer weight size (bandwidth midpoint)", "MB", 1e-6, 1e2, 1e12),
+    "act_bytes_per_s": _Param("activation bandwidth", "GB/s", 1e-9, 1e6, 1e15),
+    "batch_half": _Param("Hockney n½ (batch for half the compute rate)", "samples", 1.0, 1e-3, 1e6),
+    "smooth_p": _Param("overlap exponent p (1: compute + memory, ∞: max)", "", 1.0, 1.0, 16.0),
+    "gemm_layer_s": _Param("per-layer matrix-matrix cost (batch > 1)", "µs", 1e6, 1e-10, 0.1),
+}
+#: Extra parameters of each refinement of the roofline (model names join them with "+").
+_COMPONENTS = {
+    "hockney": ("batch_half",),
+    "cache": ("cache_bytes_per_s", "dram_bytes_per_s", "cache_bytes"),
+    "ramp": ("small_bytes_per_s", "large_bytes_per_s", "ramp_bytes"),
+    "split": ("act_bytes_per_s",),
+    "overlap": ("smooth_p",),
+    "gemm": ("gemm_layer_s",),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def model_parameters(name: str) -> tuple:
+    """Parameter names (SI units, see :data:`PARAMS`) of latency model ``name``.
+
+    Parameters
+    ----------
+    name : str
+        ``"affine"`` or ``"roofline"`` joined with ``+`` to any of the refinements ``hockney``
+        (compute rate grows with batch), ``cache`` (bandwidth depends on whether the model's weights
+        fit in cache), ``ramp`` (bandwidth depends on the size of one layer's weights), ``split``
+        (activations move at their own bandwidth), ``overlap`` (fitted smooth-max exponent) and
+        ``gemm`` (a per-layer cost paid only at batch > 1).
+
+    Raises
+    ------
+    AnalysisError
+        For a name that is none of these.
+    """
+    base, *extra = name.split("+")
+    if base == "affine" and not extra:
+        return ("step_s", "flops_per_s")
+    if base != "roofline" or any(e not in _COMPONENTS for e in extra) or len(set(extra)) < len(extra):
+        raise AnalysisError(f"unknown model {name!r}")
+    names = ["step_s", "layer_s", "flops_per_s"]
+    if not {"cache", "ramp"} & set(extra):
+        names.append("bytes_per_s")
+    for e in extra:
+        names.extend(_COMPONENTS[e])
+    return tuple(names)
+
+
+#: Model name -> its parameters (SI units, see ``PARAMS``): the candidates cross-validation chooses from.
+MODELS = {name: model_parameters(name) for name in (
+    "affine", "roofline", "roofline+hockney", "roofline+cache", "roofline+cache+hockney",
+)}
+
+
+def _work(d_model, n_layers, batch_size, workload):
+    if workload not in WORKLOADS:
+        raise AnalysisError(f"unknown workload {workload!r}")
+    d, L, B = (np.asarray(v, dtype=float) for v in (d_model, n_layers, batch_size))
+    return work_per_step(d, L, B, workload)
+
+
+def step_counts(d_model, n_layers, batch_size, workload="forward", bytes_per_element=4):
+    """FLOPs and bytes of one step as floats, vectorised over the sizes.
+
+    The counts of :func:`crossover.model.work_per_step` (the integer-checked ones are
+    :func:`crossover.model.step_flops` and :func:`crossover.model.step_bytes`).
+
+    Returns
+    -------
+    (flops, bytes) : float arrays
+    """
+    flops, weights, activations = _work(d_model, n_layers, batch_size, workload)
+    return flops, (weights + activations) * bytes_per_element
+
+
+def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per_element: int = 4):
+    """What every latency model reads of a size: per-layer FLOPs and bytes, weight bytes, batch.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``L`` layers, ``B`` batch, ``flops`` of the step, per layer ``F`` FLOPs, ``Mw``/``Ma``/``M``
+        weight, activation and all bytes, ``W`` the whole model's and ``Wl`` one layer's weight bytes
+        (float arrays broadcast from the sizes).
+    """
+    flops, weights, activations = _work(d_model, n_layers, batch_size, workload)
+    L, d = np.asarray(n_layers, dtype=float), np.asarray(d_model, dtype=float)
+    elt = bytes_per_element
+    return SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
+                           Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
+                           W=L * d * d * elt, Wl=d * d * elt)
+
+
+def _as_params(model, theta):
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim == 2:  # bootstrap draws: one row each, broadcast against the points
+        return {name: theta[:, i, None] for i, name in enumerate(model_parameters(model))}
+    return dict(zip(model_parameters(model), theta))
+
+
+def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
+    """Predicted seconds per step of ``model`` with parameters ``theta`` at :func:`features` ``X``.
+
+    ``theta`` is in SI units in the order of :func:`model_parameters`; a 2-D ``theta`` (one row per
+    parameter set, e.g. bootstrap draws) gives one row of predictions per set.
+    """
+    p = _as_params(model, theta)
+    if "layer_s" not in p:
+        return p["step_s"] + X.flops / p["flops_per_s"]
+    rate = p["flops_per_s"] * (X.B / (X.B + p["batch_half"]) if "batch_half" in p else 1.0)
+    if "cache_bytes" in p:  # whole model's weights in cache -> cache bandwidth, else DRAM's
+        bandwidth = _log_logistic(X.W, p["cache_bytes"], p["cache_bytes_per_s"], p["dram_bytes_per_s"])
+    elif "ramp_bytes" in p:  # small layers stream slower than large ones (e.g. run on fewer threads)
+        bandwidth = _log_logistic(X.Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"])
+    else:
+        bandwidth = p["bytes_per_s"]
+    if "act_bytes_per_s" in p:
+        memory = X.Mw / bandwidth + X.Ma / p["act_bytes_per_s"]
+    else:
+        memory = X.M / bandwidth
+    compute, power = X.F / rate, p.get("smooth_p", SMOOTH_MAX_P)
+    top = np.maximum(compute, memory)
+    smooth = top * ((compute / top) ** power + (memory / top) ** power) ** (1 / power)
+    layer = p["layer_s"] + smooth
+    if "gemm_layer_s" in p:
+        layer = layer + (X.B > 1) * p["gemm_layer_s"]
+    return p["step_s"] + X.L * layer
+
+
+def _log_logistic(size, middle, below, above):
+    """``below`` for sizes well under ``middle``, ``above`` well over it; logistic in log size."""
+    weight = special.expit((np.log(size) - np.log(middle)) / CACHE_WIDTH)
+    return np.exp(np.log(below) + weight * (np.log(above) - np.log(below)))
+
+
+def model_latency_s(model: str, params: Mapping[str, float], d_model, n_layers, batch_size,
+                    workload: str = "forward", bytes_per_element: int = 4) -> np.ndarray:
+    """Seconds per step that latency model ``model`` predicts with ``params`` (SI units, by name).
+
+    Examples
+    --------
+    >>> float(model_latency_s("affine", {"step_s": 1e-3, "flops_per_s": 1e9}, 10, 5, 1))
+    0.001001
+    """
+    theta = [params[name] for name in model_parameters(model)]
+    return evaluate(model, theta, features(d_model, n_layers, batch_size, workload, bytes_per_element))
+
+
+def _starts(model, X, t):
+    """A few initial guesses (SI) from the data's scale; the best local optimum wins."""
+    guess = {
+        "step_s": 0.2 * t.min(), "layer_s": 0.3 * np.median(t / X.L),
+        "flops_per_s": 2 * np.max(X.flops / t), "bytes_per_s": 2 * np.max(X.M * X.L / t),
+    }
+    bw = guess["bytes_per_s"]
+    guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
+                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"])
+    options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
+               "batch_half": [1.0, 16.0]}
+    starts = [dict(guess)]
+    for name, values in options.items():
+        if name in model_parameters(model):
+            starts = [{**s, name: v} for s in starts for v in values]
+    return [np.array([s[name] for name in model_parameters(model)]) for s in starts]
+
+
+def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Optional[Sequence] = None,
+                   loss: str = "soft_l1", f_scale: float = 0.1) -> np.ndarray:
+    """Least-squares parameters (SI) of ``model`` on points ``X`` (see :func:`features`) timed ``t``.
+
+    Minimises the robust ``loss`` of the log residuals within the bounds of :data:`PARAMS`
+    (:func:`scipy.optimize.least_squares` on log-parameters), from each of ``starts`` (default: a few
+    guesses from the data's scale); the best optimum wins.
+    """
+    names = model_parameters(model)
+    lo = np.log([PARAMS[n].lo for n in names])
+    hi = np.log([PARAMS[n].hi for n in names])
+    log_t = np.log(t)
+
+    def residuals(phi):
+        return np.log(evaluate(model, np.exp(phi), X)) - log_t
+
+    best = None
+    for start in _starts(model, X, t) if starts is None else starts:
+        x0 = np.clip(np.log(start), lo + 1e-6, hi - 1e-6)
+        result = optimize.least_squares(residuals, x0, bounds=(lo, hi), loss=loss, f_scale=f_scale,
+                                        ftol=1e-6, xtol=1e-6, max_nfev=100 * len(names))
+        if best is None or result.cost < best.cost:
+            best = result
+    return np.exp(best.x)

@@ -1,0 +1,152 @@
+"""Grouped cross-validation: how far a latency model's prediction for an unmeasured size may be off.
+
+A series is measured one axis at a time (a batch sweep, a width sweep, a depth sweep around one
+anchor), so neighbouring points share most of their sizes and an ordinary random split would test
+interpolation between near-copies. Each fold here holds out *every* point sharing one value of
+``d_model``, ``n_layers`` or ``batch_size`` (:func:`cv_splits`), fits on the rest and predicts the
+held-out ones (:func:`cross_validate`). The mean held-out error chooses a series' model
+(:func:`crossover.fitting.fit_series`) and is the honest measure of its accuracy; in-sample error is
+not.
+
+Pure computation on the frames of :func:`crossover.load_results`.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .choices import BYTES_PER_ELEMENT
+from .errors import AnalysisError
+from .latency_models import AXES, evaluate, features, fit_parameters, model_parameters
+from .statistics import with_latency
+
+__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "cv_splits", "cross_validate", "held_out_predictions",
+           "cv_summary"]
+
+#: Columns whose values together name a series: every series gets its own fit.
+SERIES_KEYS = ("machine", "device", "workload", "mode", "dtype", "regime", "transfer", "threads")
+
+
+def check_frame(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """The measured rows of ``frame`` with ``statistic`` read into ``latency_s`` (see
+    :func:`crossover.statistics.with_latency`), positive and finite, renumbered.
+
+    Raises
+    ------
+    AnalysisError
+        Unknown statistic, missing columns, or no measured point left.
+    """
+    frame = with_latency(frame, statistic)
+    missing = sorted((set(SERIES_KEYS) | set(AXES)) - set(frame.columns))
+    if missing:
+        raise AnalysisError(f"results lack the columns {missing}")
+    frame = frame[np.isfinite(frame["latency_s"]) & (frame["latency_s"] > 0)]
+    if frame.empty:
+        raise AnalysisError("no measured points to fit")
+    return frame.reset_index(drop=True)
+
+
+def frame_features(frame: pd.DataFrame) -> SimpleNamespace:
+    """:func:`crossover.latency_models.features` of the rows of one series (its workload and dtype)."""
+    workload = frame["workload"].iloc[0]
+    elt = BYTES_PER_ELEMENT.get(frame["dtype"].iloc[0], 4)
+    return features(frame["d_model"].to_numpy(), frame["n_layers"].to_numpy(),
+                    frame["batch_size"].to_numpy(), workload, elt)
+
+
+def cv_splits(frame: pd.DataFrame, axis: str, max_held_out_fraction: float = 0.5) -> list:
+    """Grouped cross-validation splits holding out every point that shares one value of ``axis``.
+
+    A value carrying more than ``max_held_out_fraction`` of the points (the anchor of a
+    one-axis-at-a-time design, e.g. ``d_model=128`` shared by the batch and depth sweeps) is not held
+    out: its fold would test a fit on the remaining few points, not the model.
+
+    Returns
+    -------
+    list of (held_out_value, train_positions, test_positions)
+        Positions are row positions (``iloc``) in ``frame``; no training row has the held-out value.
+    """
+    if axis not in AXES:
+        raise AnalysisError(f"unknown axis {axis!r}; expected one of {AXES}")
+    values = frame[axis].to_numpy()
+    splits = []
+    for v in np.unique(values):
+        test = np.flatnonzero(values == v)
+        if len(test) <= max_held_out_fraction * len(values):
+            splits.append((v.item(), np.flatnonzero(values != v), test))
+    return splits
+
+
+def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, statistic: str = "median",
+                   loss="soft_l1", f_scale=0.1, max_held_out_fraction: float = 0.5) -> pd.DataFrame:
+    """Held-out predictions of ``model`` on one series, holding out each value of each axis in turn.
+
+    See :func:`cv_splits`; folds whose training set has fewer than ``n_params + 2`` points are skipped.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows of one series.
+    model : str
+        A latency model (see :func:`crossover.latency_models.model_parameters`).
+    axes : sequence of str
+        The axes whose values are held out.
+    statistic : str
+        Each point's latency (see :data:`crossover.statistics.STATISTICS`): by default the median of
+        its rounds, the ``median_s`` of the rows; pass a fit's ``statistic`` to check that fit.
+    loss, f_scale, max_held_out_fraction
+        As in :func:`crossover.fitting.fit_series`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per held-out prediction: model, axis, held_out, extrapolated (the held-out value lies
+        outside the training range), d_model, n_layers, batch_size, measured_s, predicted_s,
+        rel_error (predicted / measured - 1).
+    """
+    return held_out_predictions(check_frame(frame, statistic), model, axes, loss=loss, f_scale=f_scale,
+                                max_held_out_fraction=max_held_out_fraction)
+
+
+def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, loss="soft_l1",
+                         f_scale=0.1, max_held_out_fraction: float = 0.5) -> pd.DataFrame:
+    """:func:`cross_validate` on a frame whose ``latency_s`` is already chosen (:func:`check_frame`)."""
+    X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    rows = []
+    for axis in axes:
+        for value, train, test in cv_splits(frame, axis, max_held_out_fraction):
+            if len(train) < len(model_parameters(model)) + 2:
+                continue
+            Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
+            theta = fit_parameters(model, Xtr, t[train], loss=loss, f_scale=f_scale)
+            Xte = SimpleNamespace(**{k: v[test] for k, v in vars(X).items()})
+            predicted = evaluate(model, theta, Xte)
+            seen = frame[axis].to_numpy()[train]
+            outside = not seen.min() < value < seen.max()
+            for j, i in enumerate(test):
+                rows.append(dict(model=model, axis=axis, held_out=value, extrapolated=outside,
+                                 d_model=frame["d_model"][i],
+                                 n_layers=frame["n_layers"][i], batch_size=frame["batch_size"][i],
+                                 measured_s=t[i], predicted_s=predicted[j], rel_error=predicted[j] / t[i] - 1))
+    return pd.DataFrame(rows)
+
+
+def cv_summary(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, axis): MAPE and % within ±10% of every held-out prediction, and the MAPE of the
+    interior ones alone (``interior_mape_pct``: held-out values inside the range the fold trained on,
+    i.e. interpolation; NaN if none), since holding out an end of an axis tests extrapolation."""
+    if predictions.empty:
+        return pd.DataFrame(columns=["model", "axis", "mape_pct", "within_10_pct", "interior_mape_pct",
+                                     "n_points", "n_folds"])
+    err = predictions.assign(abs_err=predictions["rel_error"].abs(),
+                             interior_err=predictions["rel_error"].abs().where(~predictions["extrapolated"]))
+    return (err.groupby(["model", "axis"], sort=False)
+            .agg(mape_pct=("abs_err", lambda e: 100 * e.mean()),
+                 within_10_pct=("abs_err", lambda e: 100 * (e <= 0.10).mean()),
+                 interior_mape_pct=("interior_err", lambda e: 100 * e.mean()),
+                 n_points=("abs_err", "size"), n_folds=("held_out", "nunique"))
+            .reset_index())
