@@ -23,8 +23,9 @@ from scipy import optimize
 from .errors import AnalysisError
 from .fitting import SeriesFit
 from .latency_models import AXES
+from .validation import SERIES_KEYS
 
-__all__ = ["Crossover", "crossing", "crossover", "fixed_params_crossover", "empirical_crossover",
+__all__ = ["reported_series", "Crossover", "crossing", "crossover", "fixed_params_crossover", "empirical_crossover",
            "curve_crossings", "crossover_frontier", "cost_per_million_samples", "cost_crossover", "predict"]
 
 
@@ -275,6 +276,26 @@ def cost_crossover(fit_a: SeriesFit, fit_b: SeriesFit, price_a_per_hour: float, 
 
 
 # ------------------------------------------------------------------------------------ predict
+def reported_series(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the series :func:`predict` reports on: per (machine, device), the series (see
+    :data:`crossover.validation.SERIES_KEYS`) with the most distinct sizes (the first of equals).
+
+    Fitting only these answers ``crossover predict`` without fitting every thread count of every
+    machine first.
+    """
+    if frame.empty:
+        return frame
+    keys = frame[list(SERIES_KEYS)].astype(str).agg("|".join, axis=1)
+    sizes = (frame.assign(_key=keys).drop_duplicates(["_key", "d_model", "n_layers", "batch_size"])
+             .groupby("_key", sort=False).size())
+    best = {}
+    for key, count in sizes.items():
+        device = tuple(key.split("|")[:2])  # machine, device: the first two series keys
+        if device not in best or count > sizes[best[device]]:
+            best[device] = key
+    return frame[keys.isin(set(best.values())).to_numpy()]
+
+
 def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_size: int, *,
             workload: str = "forward", mode: str = "eager", dtype: str = "float32",
             regime: str = "latency", transfer: str = "device", batch_range: Optional[tuple] = None,

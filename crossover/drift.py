@@ -1,4 +1,5 @@
-"""The drift of a run: its reference readings over time, as a table and as a plot.
+"""The drift of a run: its reference readings over time, as a table (the plot is
+:func:`crossover.plots_checks.drift_plot`, re-exported here and by :mod:`crossover.plots`).
 
 A suite measures a drift reference per device (the anchor size) at the start of every round and
 every few points (see :func:`crossover.sweep.plan_rounds`); nothing about that point changes within
@@ -9,11 +10,10 @@ when the machine was slow and by how much: the rows measured then are flagged ``
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import pandas as pd
 
+from .plots_checks import drift_plot
 from .results import DRIFT_LIMIT, REFERENCE_SWEEP
 
 __all__ = ["drift_table", "drift_plot", "drift_summary"]
@@ -61,34 +61,3 @@ def drift_summary(table: pd.DataFrame) -> pd.DataFrame:
                          median_drift=float(group["drift"].median()), worst_drift=float(group["drift"].max()),
                          drifted_fraction=float((group["drift"] > DRIFT_LIMIT).mean())))
     return pd.DataFrame(rows)
-
-
-def drift_plot(data: pd.DataFrame, *, x: str = "elapsed_min", y: str = "drift", hue: str = "run",
-               ax: Optional[object] = None):
-    """Each run's reference readings over its run, relative to its quiet level.
-
-    Parameters
-    ----------
-    data : DataFrame
-        As from :func:`drift_table`.
-    x, y, hue : str
-        Columns: time (minutes since the run's start), the reading over the quiet level, the run.
-    ax : matplotlib Axes, optional
-
-    Returns
-    -------
-    matplotlib Axes
-        One line (with markers) per run, and a dotted line at :data:`DRIFT_LIMIT`: rows measured above
-        it are flagged ``drifted``.
-    """
-    import matplotlib.pyplot as plt
-
-    ax = ax or plt.gca()
-    for run, group in data.groupby(hue, sort=True):
-        ax.plot(group[x], group[y], marker="o", markersize=3, linewidth=1, label=str(run))
-    ax.axhline(DRIFT_LIMIT, color="0.4", linestyle=":", linewidth=1, label=f"drifted above {DRIFT_LIMIT:g}x")
-    ax.axhline(1.0, color="0.7", linewidth=0.8)
-    ax.set_xlabel("minutes since the run started")
-    ax.set_ylabel("reference reading / run's quiet level")
-    ax.legend(fontsize="small")
-    return ax

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import fit_cache
 from .choices import BYTES_PER_ELEMENT
 from .errors import AnalysisError
 from .latency_models import AXES, MODELS, PARAMS, evaluate, features, fit_parameters, model_parameters
@@ -188,8 +189,13 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
                n_boot: int = 200, level: float = 0.95, seed=None, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = "residuals",
-               statistic: str = DEFAULT_STATISTIC) -> SeriesFit:
+               statistic: str = DEFAULT_STATISTIC, cache: bool = True) -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
+
+    A fit is computed once and reused (:mod:`crossover.fit_cache`): the same rows, options and
+    fitting code give the stored :class:`SeriesFit` back, so ``crossover predict``, the figures, the
+    paper's numbers and the notebook share their fits (``cache=False`` or ``CROSSOVER_NO_CACHE=1``
+    recompute).
 
     Parameters
     ----------
@@ -237,6 +243,23 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     if bootstrap not in ("residuals", "repeats"):
         raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
     label = label or f"{keys['machine']}/{keys['device']}"
+    seed = series_seed(label) if seed is None else seed
+    options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,
+                   f_scale=f_scale, max_held_out_fraction=max_held_out_fraction, label=label, bootstrap=bootstrap,
+                   statistic=statistic)
+    key = fit_cache.key_of(frame, keys, options) if cache and fit_cache.enabled() else None
+    cached = fit_cache.load(key) if key else None
+    if cached is not None:
+        return cached
+    fit = _fit_series(frame, keys, **options)
+    if key:
+        fit_cache.store(key, fit)
+    return fit
+
+
+def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale, max_held_out_fraction, label,
+                bootstrap, statistic) -> SeriesFit:
+    """:func:`fit_series` on checked rows, one per size, without the cache."""
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
     deviations = frame["latency_deviation"].dropna()
     predictions = [held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale,
@@ -250,7 +273,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
     draws = None
     if n_boot > 0:
-        rng = np.random.default_rng(series_seed(label) if seed is None else seed)
+        rng = np.random.default_rng(seed)
         draws = _bootstrap(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
                            n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale)
     return SeriesFit(key=keys, label=label, model=model,

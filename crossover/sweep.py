@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import secrets
 import sys
 import time
@@ -16,6 +15,7 @@ from .errors import BusyMachineError
 from .measurement import Config, ConfigError, Measurement, check_fits, measure
 from .results import REFERENCE_SWEEP, WARNING_SEPARATOR, ResultsError, ResultsWriter, point_key, raw_times_to_text
 from .suites import PlannedPoint, Suite
+from .units import format_seconds
 
 __all__ = ["run_suite", "plan_rounds", "PlannedMeasurement", "pair_key", "REFERENCE_SWEEP", "resolve_devices", "select_sweeps", "SweepSummary", "Progress", "measurement_row", "skipped_row"]
 
@@ -397,7 +397,7 @@ def run_suite(
         if busy:
             summary.busy += 1
             bar.note(f"warning: busy machine at {label}: {measurement.load.warnings[0]}")
-        bar.update(f"{label}: {_human_seconds(measurement.timing.median_s)}")
+        bar.update(f"{label}: {format_seconds(measurement.timing.median_s)}")
     summary.elapsed_s = time.perf_counter() - start
     if summary.busy:
         stream.write(f"crossover: warning: {summary.busy} of {summary.measured} measurements ran on a busy "
@@ -422,12 +422,3 @@ def _free_device_memory(device: str) -> None:
         import torch
 
         torch.cuda.empty_cache()
-
-
-def _human_seconds(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"

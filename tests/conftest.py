@@ -45,3 +45,15 @@ def cpu_hog():
             process.kill()
         for process in processes:
             process.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_fit_cache(tmp_path_factory):
+    """Fits cached by the tests go to a directory of this session's (subprocesses inherit it)."""
+    previous = os.environ.get("CROSSOVER_CACHE_DIR")
+    os.environ["CROSSOVER_CACHE_DIR"] = str(tmp_path_factory.mktemp("fit-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("CROSSOVER_CACHE_DIR", None)
+    else:
+        os.environ["CROSSOVER_CACHE_DIR"] = previous

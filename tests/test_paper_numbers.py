@@ -162,12 +162,6 @@ def test_graph_outlier_is_the_slowest_cuda_graph_point():
     assert all(v == P.NA for v in (m.text for m in P._graph_outlier_macros(frame, {})))
 
 
-def test_paper_and_figures_bootstrap_alike():
-    from crossover import figures
-
-    assert P.N_BOOT == figures.N_BOOT  # same draws (and seeds, by label): the figures' intervals are the text's
-
-
 def test_quiet_and_gemm_macros(macros):
     text, _, _ = macros
 

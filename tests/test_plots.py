@@ -226,6 +226,27 @@ def test_cli_figures_writes_every_figure(results_dir, tmp_path, capsys):
     assert f"wrote {len(expected)} files" in stdout
 
 
+def test_the_figure_registry_is_the_documented_table_in_order():
+    from crossover import figures
+
+    lines = figures.__doc__.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("=====")]
+    rows = [line.split()[0] for line in lines[rules[1] + 1:rules[2]] if not line.startswith(" ")]
+    assert [name.replace("_<series>", "") for name in rows] == list(figures.FIGURES)
+
+
+def test_drift_plot_draws_each_run_over_its_quiet_level():
+    from crossover.drift import drift_plot as reexported
+    from crossover.results import DRIFT_LIMIT
+
+    data = pd.DataFrame(dict(run=["b", "a", "a", "b"], elapsed_min=[0.0, 0.0, 5.0, 4.0], drift=[1.0, 1.1, 1.6, 1.2]))
+    ax = plots.drift_plot(data)
+    assert reexported is plots.drift_plot
+    assert [line.get_label() for line in ax.lines[:2]] == ["a", "b"]
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [1.1, 1.6])
+    assert list(ax.lines[2].get_ydata()) == [DRIFT_LIMIT, DRIFT_LIMIT]
+
+
 # ------------------------------------------------------------------ crossovers, maps, modes, figures
 def marker(x, low=None, high=None, a="h/cpu", b="h/cuda", roots=None, empirical=(), winner=None):
     return A.Crossover(axis="batch_size", fixed={}, a=a, b=b, x=x, roots=roots if roots is not None else
@@ -253,7 +274,7 @@ def test_crossover_label_names_both_machines_when_they_differ():
 
 def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, monkeypatch):
     """A second machine's CPU is drawn, but the crossover pairs the host's own CPU and GPU."""
-    from crossover import figures
+    from crossover import figures, study
 
     frames = []
     for machine, device, params, seed in (("other", "cpu", dict(step_s=10e-6, flops_per_s=20e9), 2),
@@ -278,7 +299,7 @@ def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, mo
         return original(data, **kwargs)
 
     monkeypatch.setattr(plots, "sweep_plot", spy)
-    monkeypatch.setattr(figures, "N_BOOT", 20)
+    monkeypatch.setattr(study, "N_BOOT", 20)  # the figures bootstrap the host's fits with the study's size
     import shutil
 
     monkeypatch.setattr(shutil, "which", lambda name: None)  # no graphviz: the diagram is left out, with a note

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .args import DEFAULT_RESULTS, comma_list, non_negative_int, positive_int, print_json
 from ..statistics import DEFAULT_STATISTIC, STATISTICS
+from ..study import N_BOOT
 
 __all__ = ["add_fit", "add_predict"]
 
@@ -22,8 +23,8 @@ def _common(p) -> None:
                         "shipped GPU to compare them")
     p.add_argument("--models", help="comma-separated candidate models, replacing the defaults (grouped CV picks "
                                     "one); e.g. roofline,roofline+hockney,roofline+gemm")
-    p.add_argument("--n-boot", type=non_negative_int, default=200,
-                   help="bootstrap resamples for intervals (default 200)")
+    p.add_argument("--n-boot", type=non_negative_int, default=N_BOOT,
+                   help=f"bootstrap resamples for intervals (default {N_BOOT}, as the figures and the paper)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--bootstrap", choices=("residuals", "repeats"), default="residuals",
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
@@ -229,11 +230,13 @@ def add_predict(sub) -> None:
 
 def _cmd_predict(args) -> int:
     from ..analysis import predict
+    from ..crossovers import reported_series
 
     wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
                   transfer=args.transfer)
     machine = {"machine": args.machine} if args.machine else {}
-    fits = _fit(args, _load(args, **machine, **wanted))
+    # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
+    fits = _fit(args, reported_series(_load(args, **machine, **wanted)))
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     _add_paired_rounds(args, fits, result)
     result["noise_floors"] = _noise_floors(args)

@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+from ..units import format_quantity, format_range, format_seconds
 from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
                    print_json)
 
@@ -105,17 +106,17 @@ def _cmd_measure(args) -> int:
     )
     print(f"params {summary['params']:,}  FLOPs/step {summary['flops']:,}  bytes/step {summary['bytes']:,}")
     print(
-        f"median {summary['median_s'] * 1e3:.4g} ms  (95% CI {low * 1e3:.4g}–{high * 1e3:.4g} ms)  "
-        f"IQR {summary['iqr_s'] * 1e3:.3g} ms  n={summary['n_repeats']} ({summary['stop_reason']})"
+        f"median {format_seconds(summary['median_s'], 4)}  (95% CI {format_range(low, high, 's', 4)})  "
+        f"IQR {format_seconds(summary['iqr_s'])}  n={summary['n_repeats']} ({summary['stop_reason']})"
     )
-    print(f"achieved {summary['flops'] / summary['median_s'] / 1e9:.3g} GFLOP/s")
+    print(f"achieved {format_quantity(summary['flops'] / summary['median_s'], 'FLOP/s')}")
     if not math.isnan(summary["device_median_s"]):
-        print(f"CUDA-event span {summary['device_median_s'] * 1e3:.4g} ms")
+        print(f"CUDA-event span {format_seconds(summary['device_median_s'], 4)}")
     if not math.isnan(summary["device_busy_s"]):
-        print(f"kernel time {summary['device_busy_s'] * 1e3:.4g} ms per step: GPU busy "
+        print(f"kernel time {format_seconds(summary['device_busy_s'], 4)} per step: GPU busy "
               f"{summary['device_busy_s'] / summary['median_s']:.0%} of the wall time")
     if not math.isnan(summary["compile_s"]):
-        print(f"compile/capture {summary['compile_s']:.3g} s (not in the latency)")
+        print(f"compile/capture {format_seconds(summary['compile_s'])} (not in the latency)")
     if not math.isnan(summary["ops_per_step"]):
         print(f"operators per step {summary['ops_per_step']:.0f}", end="")
         if not math.isnan(summary["kernels_per_step"]):
@@ -191,7 +192,7 @@ def _cmd_sweep(args) -> int:
     )
     print(
         f"suite {suite.name}: {summary.measured} measured, {summary.skipped} skipped, "
-        f"{summary.already_done} already done, in {summary.elapsed_s:.1f} s -> {args.out}"
+        f"{summary.already_done} already done, in {format_seconds(summary.elapsed_s)} -> {args.out}"
     )
     return 0
 

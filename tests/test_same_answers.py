@@ -1,0 +1,40 @@
+"""The notebook's fits, the figure, the paper and `crossover predict` quote one crossover."""
+
+import json
+
+import pytest
+
+from crossover import analysis as A
+from crossover import study
+from crossover.cli.args import DEFAULT_RESULTS
+from crossover.figure_context import load_context
+from crossover.latex import format_interval, format_number
+from crossover.paper_fits import crossover_macros
+from crossover.results import load_results
+
+HOST = "nvidia-h100-80gb-hbm3-16c"
+
+
+@pytest.mark.slow
+def test_notebook_figure_paper_and_predict_agree_on_the_crossover(cli, tmp_path):
+    frame = study.main_runs(load_results(DEFAULT_RESULTS, raw=True))
+    roles = study.assign_roles(frame)
+    assert roles["Host"] == (HOST, "cpu")
+    fits = study.fit_baseline(frame, roles)  # the notebook's and the paper's fits
+    notebook = A.crossover(fits["Host"], fits["Cuda"], "batch_size", d_model=128, n_layers=128)
+
+    figure = load_context(DEFAULT_RESULTS, tmp_path / "figs", diagram=False).sweep("batch_size")["marker"]
+
+    result = cli("predict", "--machine", HOST, "--statistic", "median", "--d-model", 128, "--n-layers", 128,
+                 "--batch-size", 1, "--quiet", "--json")
+    assert result.returncode == 0, result.stderr
+    predicted = json.loads(result.stdout)["crossover"]
+
+    paper = {m.name: m.text for m in crossover_macros(fits)}
+    assert paper["XoverBatch"] == format_number(notebook.x)
+    assert paper["XoverBatchCI"] == format_interval(notebook.low, notebook.high)
+
+    for other in (figure, ):
+        assert (other.x, other.low, other.high) == pytest.approx((notebook.x, notebook.low, notebook.high), rel=1e-9)
+    assert (predicted["at"], predicted["low"], predicted["high"]) == pytest.approx(
+        (notebook.x, notebook.low, notebook.high), rel=1e-9)
