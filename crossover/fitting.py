@@ -31,7 +31,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from . import fit_cache
 from .choices import BYTES_PER_ELEMENT
@@ -303,6 +302,8 @@ def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level,
             return np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale))
 
         data = _raw_samples(frame, quantile)
+    from scipy import stats  # on use: scipy.stats takes ~0.5 s to import, and a cached fit never needs it
+
     result = stats.bootstrap(data, refit, n_resamples=n_boot, vectorized=False, method="percentile",
                              confidence_level=level, rng=rng)
     return np.exp(np.atleast_2d(result.bootstrap_distribution).T)

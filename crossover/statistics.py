@@ -188,19 +188,15 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     # A point is its configuration: the sweeps that measured it do not split it, but drift-reference
     # rows stay apart from a point of the same size.
     key = [c for c in KEY_COLUMNS if c not in ("round", "sweep")] + ["results_dir"]
-    frame = frame.assign(_reference=frame["sweep"] == REFERENCE_SWEEP)
-    rows = []
-    for _, group in frame.groupby(key + ["_reference"], sort=False, dropna=False):
-        first = group.iloc[0].to_dict()
-        first.pop("round")
-        ok = group[group["status"] == "ok"]
-        if ok.empty:
-            first.update(n_rounds=0, **{c: np.nan for c in _ADDED_COLUMNS if c != "n_rounds"})
-            rows.append(first)
-            continue
-        rows.append(_combined_row(ok))
-    combined = pd.DataFrame(rows, columns=[c for c in frame.columns if c not in ("round", "_reference")]
-                            + list(_ADDED_COLUMNS))
+    frame = frame.assign(_reference=frame["sweep"] == REFERENCE_SWEEP).reset_index(drop=True)
+    frame["_group"] = frame.groupby(key + ["_reference"], sort=False, dropna=False).ngroup()
+    columns = [c for c in frame.columns if c not in ("round", "_reference", "_group")] + list(_ADDED_COLUMNS)
+    ok = frame[frame["status"] == "ok"]
+    combined = _combined_rows(ok)
+    unmeasured = frame[~frame["_group"].isin(ok["_group"])].drop_duplicates("_group").set_index("_group")
+    unmeasured = unmeasured.assign(n_rounds=0, **{c: np.nan for c in _ADDED_COLUMNS if c != "n_rounds"})
+    combined = pd.concat([combined, unmeasured]).sort_index()  # groups in order of first appearance
+    combined = combined.drop(columns=["round", "_reference"], errors="ignore").reindex(columns=columns)
     for column, kind in COLUMN_TYPES.items():
         if column in combined and kind is int:
             combined[column] = combined[column].astype("int64")
@@ -209,34 +205,43 @@ def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
     return combined.reset_index(drop=True)
 
 
-def _combined_row(ok: pd.DataFrame) -> dict:
-    """The combined row of one point from its measured rounds (see :func:`combine_rounds_of`)."""
+def _combined_rows(ok: pd.DataFrame) -> pd.DataFrame:
+    """The combined rows of the measured rounds ``ok`` (column ``_group``: the point), indexed by the
+    group (see :func:`combine_rounds_of`). Vectorised over the points: loading results runs it on
+    every call of the CLI."""
     import numpy as np
     import pandas as pd
 
-    first = ok.iloc[0].to_dict()
-    first.pop("round")
-    for column in (c for c in _ROUND_MEDIAN_COLUMNS if c in ok):
-        values = ok[column].dropna()
-        first[column] = float(values.median()) if len(values) else np.nan
-    first["min_s"] = float(ok["min_s"].min())
-    first["n_repeats"] = int(ok["n_repeats"].sum()) if ok["n_repeats"].notna().all() else pd.NA
-    first["raw_times_s"] = tuple(v for times in ok["raw_times_s"] for v in times)
-    first["n_rounds"] = len(ok)
-    medians = ok["median_s"]
-    first["round_spread"] = float(medians.max() / medians.min() - 1) if len(ok) > 1 else 0.0
-    first["round_deviation"] = (float(np.mean(np.abs(medians / first["median_s"] - 1)))
-                                if len(ok) > 1 else np.nan)
-    first["p10_s"], first["p10_round_deviation"] = _quiet_latency(ok["raw_times_s"], first["median_s"])
-    first["min_round_deviation"] = (float(np.mean(np.abs(ok["min_s"] / first["min_s"] - 1)))
-                                    if len(ok) > 1 else np.nan)
-    first["warnings"] = WARNING_SEPARATOR.join(sorted({w for w in ok["warnings"] if w}))
+    grouped = ok.groupby("_group", sort=False)
+    out = ok.drop_duplicates("_group").set_index("_group")
+    medians = [c for c in _ROUND_MEDIAN_COLUMNS if c in ok]
+    out[medians] = grouped[medians].median()  # NaN rounds left out; NaN when every round is NaN
+    out["min_s"] = grouped["min_s"].min()
+    repeats = grouped["n_repeats"].agg(lambda v: int(v.sum()) if v.notna().all() else pd.NA)
+    out["n_repeats"] = repeats
+    n = grouped.size()
+    out["n_rounds"] = n
+    spread = grouped["median_s"].max() / grouped["median_s"].min() - 1
+    out["round_spread"] = spread.where(n > 1, 0.0)
+    combined_median = out["median_s"].reindex(ok["_group"]).to_numpy()
+    deviation = pd.Series(np.abs(ok["median_s"].to_numpy() / combined_median - 1), index=ok.index)
+    out["round_deviation"] = deviation.groupby(ok["_group"]).mean().where(n > 1)
+    combined_min = out["min_s"].reindex(ok["_group"]).to_numpy()
+    min_deviation = pd.Series(np.abs(ok["min_s"].to_numpy() / combined_min - 1), index=ok.index)
+    out["min_round_deviation"] = min_deviation.groupby(ok["_group"]).mean().where(n > 1)
+    raw = {}
+    for group, times in zip(ok["_group"].to_numpy(), ok["raw_times_s"]):
+        raw.setdefault(group, []).append(times)
+    out["raw_times_s"] = pd.Series({g: tuple(v for t in rounds for v in t) for g, rounds in raw.items()})
+    quiet = {g: _quiet_latency(rounds, out.at[g, "median_s"]) for g, rounds in raw.items()}
+    out["p10_s"] = pd.Series({g: q[0] for g, q in quiet.items()})
+    out["p10_round_deviation"] = pd.Series({g: q[1] for g, q in quiet.items()})
+    out["warnings"] = grouped["warnings"].agg(lambda w: WARNING_SEPARATOR.join(sorted({x for x in w if x})))
     if "busy" in ok:
-        busy = ok["busy"].dropna()
-        first["busy"] = int(busy.max()) if len(busy) else pd.NA
+        out["busy"] = grouped["busy"].max()
     if "drifted" in ok:
-        first["drifted"] = int(ok["drifted"].sum())  # rounds measured during a slow spell
-    return first
+        out["drifted"] = grouped["drifted"].sum().astype(int)  # rounds measured during a slow spell
+    return out
 
 
 def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:

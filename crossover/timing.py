@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from scipy import stats
 
 from .choices import REGIMES
 
@@ -179,6 +178,8 @@ def median_confidence_interval(values: Sequence[float], confidence: float = 0.95
     # The lower bound is the largest 0-based order statistic j with P(Binom(n, 1/2) <= j) <= alpha/2,
     # so the interval [x_(j), x_(n-1-j)] covers the median with probability >= confidence.
     alpha_half = (1 - confidence) / 2
+    from scipy import stats  # on use: scipy.stats takes ~0.5 s to import
+
     low_rank = int(stats.binom.ppf(alpha_half, n, 0.5))
     if stats.binom.cdf(low_rank, n, 0.5) > alpha_half:
         low_rank -= 1

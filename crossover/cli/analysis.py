@@ -236,9 +236,10 @@ def _cmd_predict(args) -> int:
                   transfer=args.transfer)
     machine = {"machine": args.machine} if args.machine else {}
     # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
-    fits = _fit(args, reported_series(_load(args, **machine, **wanted)))
+    frame = _load(args, **machine, **wanted)
+    fits = _fit(args, reported_series(frame))
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
-    _add_paired_rounds(args, fits, result)
+    _add_paired_rounds(args, fits, result, frame)
     result["noise_floors"] = _noise_floors(args)
     if args.json:
         print_json(result)
@@ -277,24 +278,26 @@ def _cmd_predict(args) -> int:
     return 0
 
 
-def _add_paired_rounds(args, fits, result) -> None:
+def _add_paired_rounds(args, fits, result, frame) -> None:
     """Beside each fitted crossover, the empirical one: the crossing of each round's paired curves
-    (see :mod:`crossover.paired`), where both series were measured in the same rounds along the axis."""
+    (see :mod:`crossover.paired`), where both series were measured in the same rounds along the axis
+    (``frame``: the loaded points, which say whether a machine's runs were paired at all)."""
     from ..analysis import SERIES_KEYS
     from ..paired import crossover_distribution
     from ..results import load_results
 
     crossovers = [c for c in [result.get("crossover")] + list(result.get("crossovers") or []) if c]
-    if not crossovers:
-        return
-    rounds = load_results(args.results, combine_rounds=False)
+    paired_machines = set(frame.loc[frame["sequence"].notna(), "machine"]) if "sequence" in frame else set()
+    rounds = None
     for c in crossovers:
         if "paired_rounds" in c:
             continue
         a, b = (fits[label].key for label in c["between"])
-        if a["machine"] != b["machine"]:
-            c["paired_rounds"] = None  # different machines are never measured in the same round
+        if a["machine"] != b["machine"] or a["machine"] not in paired_machines:
+            c["paired_rounds"] = None  # other machines, or runs measured before pairing: no paired round
             continue
+        if rounds is None:
+            rounds = load_results(args.results, combine_rounds=False)
         dist = crossover_distribution(rounds, {k: a[k] for k in SERIES_KEYS}, {k: b[k] for k in SERIES_KEYS},
                                       along=c["axis"], fixed=c["fixed"])
         c["paired_rounds"] = dict(dist.to_dict(), text=dist.describe()) if dist.n_rounds else None
