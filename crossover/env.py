@@ -82,25 +82,18 @@ def available_memory_bytes(device: str) -> int:
     return available
 
 
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+                          timeout=5)
+
+
 def _git_commit() -> str:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
+        out = _git("rev-parse", "--short=12", "HEAD")
         commit = out.stdout.strip()
         if out.returncode != 0 or not commit:
             return "unknown"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
+        dirty = _git("status", "--porcelain", "--untracked-files=no").stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -157,5 +157,5 @@ def test_cuda_dtypes_and_transfers(dtype, transfer):
 def test_cuda_throughput_regime_is_not_slower_than_latency():
     latency = measure(Config(d_model=64, n_layers=32, device="cuda"), FAST)
     throughput = measure(Config(d_model=64, n_layers=32, device="cuda", regime="throughput"), FAST)
-    assert throughput.timing.calls_per_repeat >= 1
+    assert throughput.timing.calls_per_repeat > 1  # a block of queued calls, synchronised once
     assert throughput.timing.median_s <= latency.timing.median_s * 1.2
