@@ -16,14 +16,14 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import analysis, figures, measure
+from . import analysis, compare, figures, measure
 from .args import EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
 
 #: Every subcommand, in the order ``crossover --help`` lists them.
 COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise,
-            analysis.add_fit, analysis.add_predict, figures.add_figures, figures.add_diagram)
+            analysis.add_fit, analysis.add_predict, compare.add_compare, figures.add_figures, figures.add_diagram)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,66 @@
+"""crossover compare: a known slowdown is found, a tiny one is not, and --fail-above fails."""
+
+import json
+
+import numpy as np
+import pytest
+
+from crossover.compare import compare_results, summarise
+from crossover.results import ResultsWriter, load_results, raw_times_to_text
+
+
+def write_run(directory, slowdown, seed):
+    rng = np.random.default_rng(seed)
+    writer = ResultsWriter(directory, "r", {"machine": "m"})
+    for b in (1, 4, 16, 64):
+        base = 1e-3 * (1 + 0.1 * b)
+        raw = base * slowdown * np.exp(0.03 * rng.standard_normal(60))
+        writer.append(dict(run_id="r", suite="s", sweep="batch_size", machine="m", device="cpu", device_name="x",
+                           d_model=64, n_layers=8, batch_size=b, workload="forward", mode="eager", dtype="float32",
+                           transfer="device", regime="latency", threads_requested=0, round=0, threads=2, params=1,
+                           flops=1, bytes=1, status="ok", reason="", median_s=float(np.median(raw)),
+                           min_s=float(raw.min()), n_repeats=len(raw), raw_times_s=raw_times_to_text(raw)))
+    return directory
+
+
+@pytest.fixture
+def runs(tmp_path):
+    return {name: write_run(tmp_path / name, slowdown, seed)
+            for name, slowdown, seed in (("a", 1.0, 1), ("slow", 1.2, 2), ("same", 1.01, 3))}
+
+
+def test_a_20_percent_slowdown_is_significant_and_1_percent_is_not(runs):
+    a = load_results(runs["a"], raw=True)
+    slow = compare_results(a, load_results(runs["slow"], raw=True))
+    assert (slow["verdict"] == "slower").all() and slow["ratio"].to_numpy() == pytest.approx(1.2, rel=0.05)
+    assert (slow["low"] > 1.1).all()
+    summary = summarise(slow)
+    assert summary.slower == 4 and summary.geometric_mean_ratio == pytest.approx(1.2, rel=0.03)
+    same = compare_results(a, load_results(runs["same"], raw=True))
+    assert (same["verdict"] == "same").all()
+    assert summarise(same).worst_slowdown == 0
+
+
+def test_cli_compare_json_and_fail_above(cli, runs):
+    result = cli("compare", runs["a"], runs["slow"], "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema"] == "crossover-compare" and data["summary"]["slower"] == 4 and not data["failed"]
+    assert {p["verdict"] for p in data["points"]} == {"slower"}
+    failed = cli("compare", runs["a"], runs["slow"], "--fail-above", 10)
+    assert failed.returncode == 1 and "above --fail-above 10%" in failed.stdout
+    assert cli("compare", runs["a"], runs["slow"], "--fail-above", 30).returncode == 0
+    text = cli("compare", runs["a"], runs["same"])
+    assert text.returncode == 0 and "0 slower, 0 faster, 4 the same" in text.stdout
+
+
+def test_no_common_point_is_one_line(cli, runs, tmp_path):
+    other = tmp_path / "other"
+    writer = ResultsWriter(other, "r", {"machine": "m"})
+    writer.append(dict(run_id="r", suite="s", sweep="x", machine="m", device="cpu", device_name="x", d_model=32,
+                       n_layers=2, batch_size=1, workload="forward", mode="eager", dtype="float32", transfer="device",
+                       regime="latency", threads_requested=0, round=0, threads=2, params=1, flops=1, bytes=1,
+                       status="ok", reason="", median_s=1e-3, raw_times_s="0.001"))
+    result = cli("compare", runs["a"], other)
+    assert result.returncode == 2 and "no point in common" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
