@@ -241,9 +241,12 @@ def _cmd_predict(args) -> int:
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     _add_paired_rounds(args, fits, result, frame)
     result["noise_floors"] = _noise_floors(args)
+    result["decisions"] = _decisions(args, fits, result)
     if args.json:
         print_json(result)
         return 0
+    for decision in result["decisions"]:
+        print(decision["text"])
     statistic = STATISTICS[args.statistic].label
     print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
           f"({', '.join(wanted.values())}; latency = {statistic})")
@@ -276,6 +279,45 @@ def _cmd_predict(args) -> int:
             print(f"  measured, round by round: {c['paired_rounds']['text']}")
     _print_noise_floors(result["noise_floors"])
     return 0
+
+
+#: A winner is "too close to call" unless it wins in at least this share of bootstrap resamples.
+DECISIVE_SHARE = 0.9
+
+
+def _decisions(args, fits, result) -> list:
+    """One decision per CPU/GPU pair, first: which device to use up to where, or "too close to call"
+    at the asked size when neither wins in :data:`DECISIVE_SHARE` of the bootstrap resamples."""
+    import numpy as np
+
+    decisions = []
+    size = {"d_model": args.d_model, "n_layers": args.n_layers, "batch_size": args.batch_size}
+    for c in result.get("crossovers") or []:
+        a, b = (fits[label] for label in c["between"])
+        cpu, gpu = (a, b) if a.key["device"] == "cpu" else (b, a)
+        name = {id(cpu): f"the CPU ({cpu.label})", id(gpu): f"the GPU ({gpu.label})"}
+        share = None
+        if cpu.draws is not None and gpu.draws is not None:
+            t_cpu = np.asarray(cpu.latency_s(**size, draws=True), float).ravel()
+            t_gpu = np.asarray(gpu.latency_s(**size, draws=True), float).ravel()
+            n = min(len(t_cpu), len(t_gpu))
+            share = float(np.mean(t_cpu[:n] < t_gpu[:n])) if n else None
+        axis = c["axis"].replace("_", " ")
+        at = size[c["axis"]]
+        if share is not None and 1 - DECISIVE_SHARE < share < DECISIVE_SHARE:
+            text = (f"too close to call at {axis} {at}: the CPU ({cpu.label}) wins in {share:.0%} of bootstrap "
+                    f"resamples")
+        elif c["at"] is None:
+            winner = cpu if c["winner_everywhere"] == cpu.label else gpu
+            low, high = c["range"]
+            text = f"use {name[id(winner)]} at every {axis} from {low:g} to {high:g}"
+        else:
+            below = cpu if c["winner_below"] == cpu.label else gpu
+            above = gpu if below is cpu else cpu
+            text = (f"use {name[id(below)]} up to {axis} ~{c['at']:.0f} [{_number(c['low'])}, {_number(c['high'])}], "
+                    f"{name[id(above)]} above")
+        decisions.append(dict(between=c["between"], cpu_wins_share=share, text=text))
+    return decisions
 
 
 def _add_paired_rounds(args, fits, result, frame) -> None:
