@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from .procfs import usable_cores  # CPUs this process may run on (one home: procfs)
+
 __all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "usable_cores"]
 
 
@@ -34,14 +36,6 @@ def cpu_model_name() -> str:
 def _slug(text: str) -> str:
     text = re.sub(r"\((r|tm)\)|cpu|processor|@.*$", "", text.lower())
     return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def machine_label() -> str:
