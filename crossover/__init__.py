@@ -53,6 +53,9 @@ _EXPORTS = {
     "cost_per_million_samples": "crossovers",
     "cost_crossover": "crossovers",
     "predict": "crossovers",
+    "TraceError": "errors",
+    "trace_module": "trace",
+    "trace_batches": "trace",
 }
 
 __all__ = ["__version__", *_EXPORTS]

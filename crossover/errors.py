@@ -23,3 +23,7 @@ class BusyMachineError(CrossoverError):
 
 class AnalysisError(CrossoverError):
     """Results that cannot be fitted or compared (no data, too few points, unknown series)."""
+
+
+class TraceError(AnalysisError):
+    """A model that cannot be traced on the given input (the message names the module that failed)."""
