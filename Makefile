@@ -5,10 +5,12 @@
 #   make figures    every figure from the shipped results into figures/ (~50 s, no GPU)
 #   make paper      figures, then paper/generated/numbers.tex, then paper/paper.pdf (needs latexmk)
 #   make notebook   run experiments/explore.ipynb top to bottom (into build/, the original untouched)
-# On a CPU-only machine the CPU build of torch is installed first, so nothing pulls a multi-GB CUDA
-# build (this machine's pip finds torch 2.13.0+cpu on its disk; elsewhere add the CPU index:
-# make TORCH_SPEC='torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu').
-# On a CUDA machine: make TORCH_SPEC='torch' (or keep the torch you have: make TORCH_SPEC=).
+# torch is installed first, as TORCH_SPEC says (default torch==2.13.0). Which build that is depends on
+# where pip looks: PyPI's Linux torch is the CUDA build (a multi-GB download of nvidia-* wheels); the
+# CPU build comes only from a local wheel (this machine's pip finds torch 2.13.0+cpu on its disk) or
+# the CPU index: make TORCH_SPEC='torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu'.
+# On a CUDA machine: make TORCH_SPEC='torch', or keep the torch you have: make TORCH_SPEC= (the venv is
+# then created with --system-site-packages, so it sees the system's torch; after make clean).
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
@@ -20,7 +22,7 @@ OUT ?= results/local
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(if $(TORCH_SPEC),,--system-site-packages) $(VENV)
 	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet $(TORCH_SPEC); fi
 	$(BIN)/pip install --quiet -e '.[dev,diagram]'
 	touch $@

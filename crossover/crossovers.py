@@ -311,14 +311,23 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         ``latency_s``, its confidence interval ``latency_low_s``/``latency_high_s`` (bootstrap of the
         fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
         held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
-        (outside the measured range); ``winner`` (series label), ``speedup`` (runner-up latency / winner
-        latency), and ``crossover``: the batch size where the winner and the fastest series of the other
-        kind of device (CPU against GPU; the runner-up if all are of one kind) swap, with
-        interval (``None`` with fewer than two devices). The crossover is along ``axis`` (default
-        ``batch_size``; ``d_model`` or ``n_layers`` hold the other two sizes at the given values),
-        searched over ``batch_range`` (any axis; default: the measured range); its value is ``at``
-        (and ``batch_size`` when that is the axis). ``crossovers`` lists the same for every pair of a
-        CPU series and a GPU series (your own CPU from a quick run against a shipped GPU, say).
+        (outside the measured range), ``id`` (the series by its fields, :func:`crossover.fitting.series_id`,
+        beside its label ``series``) and ``transfer_s``/``transfer_included`` (see below); ``winner``
+        (series label) and ``winner_id``, ``speedup`` (runner-up latency / winner latency), and
+        ``crossover``: the batch size where the winner and the fastest series of the other kind of
+        device (CPU against GPU; the runner-up if all are of one kind) swap, with interval (``None``
+        with fewer than two devices). The crossover is along ``axis`` (default ``batch_size``;
+        ``d_model`` or ``n_layers`` hold the other two sizes at the given values, named in ``fixed``
+        with the axis itself None), searched over ``batch_range`` (any axis; default: the measured
+        range); its value is ``at`` (and ``batch_size``, None along another axis). Every series it
+        names by label has its ``*_id`` beside. ``crossovers`` lists the same for every pair of a CPU
+        series and a GPU series (your own CPU from a quick run against a shipped GPU, say).
+
+        ``transfer`` is the input's placement asked for (a series key: ``device``, the input already
+        on the device; ``pageable``/``pinned``, copied from host memory every step). No fit separates
+        the host-to-device copy from the step, so each device's ``transfer_s`` (that copy, seconds)
+        is None; ``transfer_included`` says whether ``latency_s`` holds the copy (a CUDA series
+        measured with ``pageable`` or ``pinned``).
     """
     for name, value in dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size).items():
         if not value > 0:
@@ -336,8 +345,9 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
     config = dict(d_model=d_model, n_layers=n_layers, batch_size=batch_size)
     devices = sorted((_device_prediction(fit, config) for fit in chosen.values()),
                      key=lambda item: item["latency_s"])
-    result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, devices=devices,
-                  winner=devices[0]["series"], speedup=None, crossover=None, crossovers=[])
+    result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, transfer=transfer, along=axis,
+                  devices=devices, winner=devices[0]["series"], winner_id=devices[0]["id"], speedup=None,
+                  crossover=None, crossovers=[])
     if len(devices) > 1:
         result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
         # The crossover that matters is CPU against GPU: the winner against the fastest series of the
@@ -347,7 +357,7 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
 
         def solve(a: str, b: str) -> dict:
             c = crossover(fits[a], fits[b], axis, **config, x_range=batch_range)
-            return _crossover_entry(c)
+            return _crossover_entry(c, {label: fits[label].id for label in (a, b)})
 
         result["crossover"] = solve(devices[0]["series"], rival["series"])
         # Every CPU against every GPU (e.g. your own CPU, from a quick run, against a shipped GPU).
@@ -363,18 +373,22 @@ def _device_prediction(fit: SeriesFit, config: dict) -> dict:
     """One entry of :func:`predict`'s ``devices``."""
     low, high = fit.latency_interval_s(**config)
     p_low, p_high = fit.prediction_interval_s(**config)
-    return dict(device=fit.key["device"], machine=fit.key["machine"], series=fit.label, model=fit.model,
+    copied = fit.key["device"] != "cpu" and fit.key["transfer"] != "device"
+    return dict(device=fit.key["device"], machine=fit.key["machine"], series=fit.label, id=fit.id, model=fit.model,
                 latency_s=float(fit.latency_s(**config)), latency_low_s=low, latency_high_s=high,
                 prediction_low_s=p_low, prediction_high_s=p_high, cv_mape_pct=fit.cv_score(),
-                statistic=fit.statistic, extrapolated=not fit.in_range(**config))
+                statistic=fit.statistic, extrapolated=not fit.in_range(**config),
+                transfer_s=None, transfer_included=copied)
 
 
-def _crossover_entry(c: Crossover) -> dict:
-    """A :class:`Crossover` as :func:`predict` (and ``crossover predict --json``) reports it."""
-    out = dict(between=[c.a, c.b], axis=c.axis, at=c.x, low=c.low, high=c.high,
-               never_fraction=c.never_fraction, winner_below=c.winner_below,
-               winner_above=c.winner_above, winner_everywhere=c.winner,
-               range=list(c.x_range), empirical=c.empirical, fixed=c.fixed)
-    if c.axis == "batch_size":
-        out.update(batch_size=c.x, batch_range=list(c.x_range))
-    return out
+def _crossover_entry(c: Crossover, ids: Mapping[str, dict]) -> dict:
+    """A :class:`Crossover` as :func:`predict` (and ``crossover predict --json``) reports it: the same
+    keys along every axis (``fixed`` names all three sizes, the axis None; ``batch_size`` and
+    ``batch_range`` are None along another axis), each series label with its id (``ids``: label: id)."""
+    along_batch = c.axis == "batch_size"
+    return dict(between=[c.a, c.b], between_ids=[ids[c.a], ids[c.b]], axis=c.axis, at=c.x, low=c.low, high=c.high,
+                never_fraction=c.never_fraction, winner_below=c.winner_below, winner_below_id=ids.get(c.winner_below),
+                winner_above=c.winner_above, winner_above_id=ids.get(c.winner_above),
+                winner_everywhere=c.winner, winner_everywhere_id=ids.get(c.winner),
+                range=list(c.x_range), empirical=c.empirical, fixed={a: c.fixed.get(a) for a in AXES},
+                batch_size=c.x if along_batch else None, batch_range=list(c.x_range) if along_batch else None)

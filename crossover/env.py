@@ -1,20 +1,46 @@
-"""The environment a measurement was taken in: machine, CPU, GPU, library versions, commit."""
+"""The environment a measurement was taken in: machine, CPU (clock, governor, cgroup quota), GPU,
+thread settings, library versions, torch's build (``torch.utils.collect_env``, on request), commit.
+
+The CPU's readers live in :mod:`crossover.procfs`; this module gathers them into one dict,
+:func:`environment`, which ``crossover env`` prints and every sweep stores in ``metadata.json``.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import math
 import os
 import platform
 import re
 import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Mapping, Optional
 
 import torch
 
+from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores  # CPUs this process may run on (one home: procfs)
 
-__all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "usable_cores"]
+__all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "usable_cores",
+           "thread_environment", "torch_build_info", "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
+
+#: Environment variables that set or steer the CPU's thread pools (OpenMP, Intel's and GNU's OpenMP
+#: runtimes, MKL, OpenBLAS), recorded by prefix ...
+THREAD_ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_")
+#: ... and by name (other BLAS thread counts; ``ATEN_CPU_CAPABILITY`` caps torch's vector kernels).
+THREAD_ENV_NAMES = ("VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS", "ATEN_CPU_CAPABILITY")
+#: ``torch.utils.collect_env`` fields kept in :func:`torch_build_info` (it shells out to compilers,
+#: ``nvidia-smi`` and pip; ``cpu_info``, lscpu's whole output, is left out: ``cpu_model`` has it).
+COLLECT_ENV_FIELDS = ("os", "libc_version", "gcc_version", "clang_version", "cmake_version", "is_debug_build",
+                      "cuda_compiled_version", "cuda_runtime_version", "cudnn_version", "nvidia_driver_version",
+                      "nvidia_gpu_models", "cuda_module_loading", "hip_compiled_version", "is_xnnpack_available",
+                      "caching_allocator_config", "pip_packages", "conda_packages")
+#: Longest wait for ``torch.utils.collect_env`` before it is left out of the record.
+COLLECT_ENV_TIMEOUT_S = 30.0
 
 
 def cuda_available() -> bool:
@@ -93,24 +119,110 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def environment() -> dict:
-    """Everything about this machine and software that a result needs to be interpreted.
+def thread_environment(environ: Optional[Mapping[str, str]] = None) -> dict:
+    """The thread-pool environment variables that are set (:data:`THREAD_ENV_PREFIXES`, :data:`THREAD_ENV_NAMES`).
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment to read (``os.environ`` by default).
 
     Returns
     -------
     dict
-        JSON-serialisable: machine label, host name, CPU model, logical and usable cores, torch's
-        intra-op thread count, memory, OS, Python, torch, numpy versions, CUDA/cuDNN versions and
-        GPU name, capability and memory where CUDA is present, load average, date, git commit.
+        Name -> value, sorted by name; empty when none is set.
+    """
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in sorted(environ)
+            if name.startswith(THREAD_ENV_PREFIXES) or name in THREAD_ENV_NAMES}
+
+
+def _collect_env_value(name: str, value):
+    """One ``collect_env`` field made compact: "N/A"/empty -> None, "True"/"False" -> bool, lists split."""
+    if isinstance(value, str):
+        value = value.strip()
+        if value in ("", "N/A", "None", "Could not collect"):
+            return None
+        if value in ("True", "False"):
+            return value == "True"
+        if name in ("pip_packages", "conda_packages"):
+            return value.splitlines()
+    return value if value is None or isinstance(value, (bool, int, float, str, list, dict)) else str(value)
+
+
+def _summarise_collect_env(info) -> dict:
+    fields = info._asdict() if hasattr(info, "_asdict") else dict(info)
+    return {name: _collect_env_value(name, fields.get(name)) for name in COLLECT_ENV_FIELDS}
+
+
+@functools.lru_cache(maxsize=1)
+def torch_build_info(timeout_s: float = COLLECT_ENV_TIMEOUT_S) -> dict:
+    """A compact summary of ``torch.utils.collect_env.get_env_info()`` (cached per process).
+
+    ``collect_env`` runs compilers, ``nvidia-smi`` and pip in subprocesses (about 1 s on a 2-core
+    VM), so :func:`environment` adds it only when asked (``full=True``: every sweep's metadata and
+    ``crossover env --full``). It runs in a background thread: a failure or a wait past ``timeout_s``
+    leaves an ``error`` instead of the fields, never an exception.
+
+    Returns
+    -------
+    dict
+        The :data:`COLLECT_ENV_FIELDS` (None where not applicable; ``pip_packages`` a list) and
+        ``collect_s``, the seconds it took; or ``{"error": message, "collect_s": ...}``.
+    """
+    box = {}
+
+    def collect():
+        try:
+            from torch.utils import collect_env
+
+            box["info"] = _summarise_collect_env(collect_env.get_env_info())
+        except Exception as error:  # noqa: BLE001 - a diagnostic must not break a sweep
+            box["error"] = f"torch.utils.collect_env failed: {type(error).__name__}: {error}"
+
+    start_s = time.perf_counter()
+    worker = threading.Thread(target=collect, name="collect_env", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    collect_s = round(time.perf_counter() - start_s, 3)
+    if worker.is_alive():
+        return {"error": f"torch.utils.collect_env took more than {timeout_s:g} s; left out", "collect_s": collect_s}
+    if "error" in box:
+        return {"error": box["error"], "collect_s": collect_s}
+    return {**box["info"], "collect_s": collect_s}
+
+
+def environment(full: bool = False) -> dict:
+    """Everything about this machine and software that a result needs to be interpreted.
+
+    Parameters
+    ----------
+    full : bool
+        Add ``torch_build``, the summary of ``torch.utils.collect_env`` (:func:`torch_build_info`,
+        about a second: it shells out). Sweeps record it; ``crossover env`` shows it with ``--full``.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: machine label, host name, CPU model, logical and usable cores, the
+        cgroup's CPU quota in cores (None: no quota), the CPU clock and maximum in MHz and the
+        frequency governor (None where unreadable), torch's intra-op thread count, the thread-pool
+        environment variables that are set (``thread_env``), memory, OS, Python, torch, numpy
+        versions, CUDA/cuDNN versions and GPU name, capability and memory where CUDA is present,
+        load average, date, git commit. Results written before a field existed simply lack it.
     """
     import numpy
 
+    quota_cores = cgroup_cpu_quota_cores()
     env = {
         "machine": machine_label(),
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model_name(),
         "cpu_logical_cores": os.cpu_count(),
         "cpu_usable_cores": usable_cores(),
+        "cgroup_cpu_quota_cores": None if math.isinf(quota_cores) else round(quota_cores, 3),
+        **cpu_frequency(),
+        "thread_env": thread_environment(),
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),
         "memory_total_bytes": _memory_total_bytes(),
@@ -141,6 +253,8 @@ def environment() -> dict:
                 "gpu_driver": _nvidia_driver_version(),
             }
         )
+    if full:
+        env["torch_build"] = torch_build_info()
     return env
 
 

@@ -1,8 +1,11 @@
-"""Reading the machine's CPU counters: ``/proc/stat``, the affinity mask, the load average and the
-cgroup CPU quota (Linux; elsewhere the samples say they are unavailable).
+"""Reading the machine's CPU counters: ``/proc/stat``, the affinity mask, the load average, the
+cgroup CPU quota and the CPU frequency and governor (Linux; elsewhere the samples say they are
+unavailable).
 
-Parsing is kept apart from reading (:func:`parse_proc_stat`, :func:`parse_cgroup_quota` take the
-files' text), so it is tested on synthetic text. :mod:`crossover.busy` judges what these return.
+Parsing is kept apart from reading (:func:`parse_proc_stat`, :func:`parse_cgroup_quota`,
+:func:`parse_cpuinfo_mhz` take the files' text), so it is tested on synthetic text; the readers take
+the files' locations as arguments, so they are tested on a fake tree. :mod:`crossover.busy` judges
+what these return; :mod:`crossover.env` records them with every result.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 __all__ = ["CpuSample", "cpu_sample", "parse_proc_stat", "parse_cgroup_quota", "cgroup_cpu_quota_cores",
-           "usable_cores", "load_avg_1min", "clock_tick_s"]
+           "usable_cores", "load_avg_1min", "clock_tick_s", "parse_cpuinfo_mhz", "cpu_frequency"]
 
 #: Fields of a ``/proc/stat`` cpu line, in order (proc(5)); ``guest`` and ``guest_nice`` are already
 #: counted inside ``user`` and ``nice``.
@@ -236,3 +239,80 @@ def clock_tick_s() -> float:
         return 1.0 / os.sysconf("SC_CLK_TCK")
     except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
         return 0.01
+
+
+def parse_cpuinfo_mhz(text: str) -> list[float]:
+    """Every ``cpu MHz`` value of a ``/proc/cpuinfo`` text (one per logical CPU; x86 lists them)."""
+    found = []
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "cpu MHz":
+            try:
+                found.append(float(value))
+            except ValueError:
+                continue
+    return found
+
+
+def _read_number(path: Path) -> Optional[float]:
+    try:
+        return float(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_frequency(sys_cpu: str | Path = "/sys/devices/system/cpu", cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
+    """The CPUs' clock and frequency governor, as far as the machine lets them be read.
+
+    From cpufreq (``SYS_CPU/cpuN/cpufreq``: ``scaling_cur_freq``, ``cpuinfo_max_freq`` else
+    ``scaling_max_freq``, ``scaling_governor``) where readable, else the current clock from
+    ``/proc/cpuinfo``'s ``cpu MHz`` lines (no maximum nor governor there). Virtual machines often
+    expose neither cpufreq nor a governor.
+
+    Parameters
+    ----------
+    sys_cpu : str or Path
+        The kernel's CPU directory; an argument so tests can point at a fake tree.
+    cpuinfo : str or Path
+        The kernel's CPU description.
+
+    Returns
+    -------
+    dict
+        ``cpu_freq_mhz`` (mean current clock over the CPUs that report one), ``cpu_freq_max_mhz``
+        (the highest maximum), ``cpu_governor`` (the governor, or the distinct governors joined by
+        ``","``) and ``cpu_freq_source`` (``"cpufreq"``, ``"cpuinfo"``, or ``"cpufreq+cpuinfo"``: the
+        maximum from cpufreq, the current clock from cpuinfo); each None where unreadable.
+    """
+    current_khz, max_khz, governors = [], [], set()
+    for cpu in sorted(Path(sys_cpu).glob("cpu[0-9]*")):
+        if not cpu.name[3:].isdigit():
+            continue
+        freq = cpu / "cpufreq"
+        value = _read_number(freq / "scaling_cur_freq")
+        if value is not None:
+            current_khz.append(value)
+        value = _read_number(freq / "cpuinfo_max_freq")
+        value = _read_number(freq / "scaling_max_freq") if value is None else value
+        if value is not None:
+            max_khz.append(value)
+        try:
+            governors.add((freq / "scaling_governor").read_text().strip())
+        except OSError:
+            pass
+    governors.discard("")
+    out = {
+        "cpu_freq_mhz": round(sum(current_khz) / len(current_khz) / 1000, 1) if current_khz else None,
+        "cpu_freq_max_mhz": round(max(max_khz) / 1000, 1) if max_khz else None,
+        "cpu_governor": ",".join(sorted(governors)) or None,
+        "cpu_freq_source": "cpufreq" if current_khz or max_khz else None,
+    }
+    if out["cpu_freq_mhz"] is None:
+        try:
+            mhz = parse_cpuinfo_mhz(Path(cpuinfo).read_text())
+        except OSError:
+            mhz = []
+        if mhz:
+            out["cpu_freq_mhz"] = round(sum(mhz) / len(mhz), 1)
+            out["cpu_freq_source"] = "cpufreq+cpuinfo" if out["cpu_freq_source"] else "cpuinfo"
+    return out

@@ -13,6 +13,7 @@ from typing import Callable, Optional, TextIO, Union
 from .env import cuda_available, environment, usable_cores
 from .errors import BusyMachineError
 from .measurement import Config, ConfigError, Measurement, check_fits, measure
+from .progress import Progress  # re-exported: the sweep's bar
 from .results import REFERENCE_SWEEP, WARNING_SEPARATOR, ResultsError, ResultsWriter, point_key, raw_times_to_text
 from .suites import PlannedPoint, Suite
 from .units import format_seconds
@@ -30,59 +31,6 @@ class SweepSummary:
     skipped: int = 0
     busy: int = 0  # measured while other processes competed for the cores
     elapsed_s: float = 0.0
-
-
-class Progress:
-    """A one-line progress bar on a terminal (or one line per point when not a terminal).
-
-    The ETA comes from the planned work: each item's expected cost (``weights``, e.g. its time
-    budget) scaled by how long the items done so far took against their expected cost, so a run of
-    quick points followed by slow ones does not promise an early finish.
-    """
-
-    def __init__(self, total: int, stream: Optional[TextIO] = None, enabled: bool = True,
-                 weights: Optional[list] = None):
-        self.total = total
-        self.stream = stream or sys.stderr  # looked up now, not at import (it may be replaced)
-        self.enabled = enabled and total > 0
-        self.done = 0
-        self.start = time.perf_counter()
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.weights = list(weights) if weights is not None and len(weights) == total else [1.0] * total
-        self.weight_total = float(sum(self.weights)) or 1.0
-        self.weight_done = 0.0
-
-    def note(self, text: str) -> None:
-        """A line of its own (a warning), not overwritten by the bar."""
-        if self.tty:
-            self.stream.write("\r\033[K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def update(self, text: str) -> None:
-        if self.done < self.total:
-            self.weight_done += self.weights[self.done]
-        self.done += 1
-        if not self.enabled:
-            return
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / max(self.weight_done, 1e-12) * (self.weight_total - self.weight_done)
-        width = 20
-        filled = int(width * self.done / self.total)
-        bar = "#" * filled + "." * (width - filled)
-        line = f"[{bar}] {self.done}/{self.total} {_clock(elapsed)} eta {_clock(eta)}  {text}"
-        if self.tty:
-            self.stream.write("\r\033[K" + line[:160])
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def _now() -> str:
@@ -317,7 +265,7 @@ def run_suite(
             f"{out_dir} already holds results; pass --resume to continue that run, or choose a new --out"
         )
     devices = resolve_devices(suite, devices, stream)
-    env = environment()
+    env = environment(full=True)  # with torch's build (collect_env): recorded once per run
     machine = machine or env["machine"]
     env["machine"] = machine
     env["suite"] = suite.name

@@ -371,11 +371,11 @@ def test_predict_crossover_along_d_model(two_devices):
     result = A.predict(fits, 128, 128, 1, axis="d_model", batch_range=(16, 4096))
     c = result["crossover"]
     expected = A.crossover(cpu, gpu, "d_model", n_layers=128, batch_size=1, x_range=(16, 4096))
-    assert c["axis"] == "d_model" and c["fixed"] == {"n_layers": 128, "batch_size": 1}
+    assert c["axis"] == "d_model" and c["fixed"] == {"d_model": None, "n_layers": 128, "batch_size": 1}
     # affine truths: 50 µs + F/100 GFLOP/s = 2 ms + F/10 TFLOP/s with F = 2·d²·128 -> d ≈ 877
     analytic = np.sqrt((2e-3 - 50e-6) / (2 * 128 * (1 / 100e9 - 1 / 10e12)))
     assert c["at"] == pytest.approx(expected.x) == pytest.approx(analytic, rel=0.1)
-    assert "batch_size" not in c
+    assert c["batch_size"] is None and c["batch_range"] is None  # the same keys along every axis
 
 
 def test_fit_reports_the_noise_floor_of_points_measured_in_rounds():

@@ -2,7 +2,10 @@
 
 Both read a results directory (by default the reference data shipped in ``experiments/results``),
 fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
-``--json``. Errors are :class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
+``--json``: one object whose ``schema`` (:data:`FIT_SCHEMA`, :data:`PREDICT_SCHEMA`) names its layout
+and version (the README's "JSON output of fit and predict"). Progress goes to stderr (a bar on a
+terminal, or anywhere with ``--progress``), never into the JSON. Errors are
+:class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ from .args import DEFAULT_RESULTS, comma_list, non_negative_int, positive_int, p
 from ..statistics import DEFAULT_STATISTIC, STATISTICS
 from ..study import N_BOOT
 
-__all__ = ["add_fit", "add_predict"]
+__all__ = ["add_fit", "add_predict", "FIT_SCHEMA", "PREDICT_SCHEMA"]
+
+#: The layout of ``crossover fit --json``; the version goes up when a key changes meaning or goes away.
+FIT_SCHEMA = {"name": "crossover.fit", "version": 1}
+#: The layout of ``crossover predict --json`` (see :data:`FIT_SCHEMA`).
+PREDICT_SCHEMA = {"name": "crossover.predict", "version": 1}
 
 def _common(p) -> None:
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
@@ -38,8 +46,10 @@ def _common(p) -> None:
     p.add_argument("--drop-drifted", action="store_true",
                    help="leave out the rounds measured while the run's drift reference sat more than "
                         "25%% above its quiet level (results measured with drift references only)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (drawn on stderr when it is a terminal)")
+    p.add_argument("--progress", action="store_true",
+                   help="progress on stderr even when it is not a terminal (redrawn at most every 2 s)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (progress stays on stderr)")
 
 
 def _noise_floors(args) -> list:
@@ -78,15 +88,12 @@ def _fit(args, frame):
     if unknown:
         raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)} "
                             "or roofline+ any of hockney, cache, ramp, split, overlap, gemm")
-    progress = None
-    if not args.quiet:
-        from ..sweep import Progress
+    from ..progress import progress_bar, wants_progress
 
-        def progress(items):
-            bar = Progress(len(items))
-            for key, label in items:
-                yield key, label
-                bar.update(f"fitted {label}")
+    progress = None
+    if wants_progress(quiet=args.quiet, asked=args.progress):
+        def progress(costs):
+            return progress_bar(costs, desc="fitting")
 
     return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
                        bootstrap=args.bootstrap, statistic=args.statistic)
@@ -115,8 +122,8 @@ def add_fit(sub) -> None:
         description=(
             "Fit a latency model to every series (machine, device, workload, mode, dtype, regime) of a "
             "results directory. Prints each series' parameters with bootstrap confidence intervals, and "
-            "the grouped cross-validation accuracy of every candidate model (MAPE and %% of held-out "
-            "predictions within ±10%%, holding out each value of d_model, n_layers, batch_size)."
+            "the grouped cross-validation accuracy of every candidate model (MAPE and % of held-out "
+            "predictions within ±10%, holding out each value of d_model, n_layers, batch_size)."
         ),
         epilog="example: crossover fit --results experiments/results --json",
     )
@@ -128,8 +135,10 @@ def _cmd_fit(args) -> int:
     fits = _fit(args, _load(args))
     floors = _noise_floors(args)
     if args.json:
-        print_json({"results": [str(p) for p in args.results], "series": [_series_json(f) for f in fits.values()],
-                     "skipped": fits.skipped, "noise_floors": floors})
+        skipped = [dict(series=label, id=fits.skipped_ids[label], reason=reason) for label, reason in fits.skipped.items()]
+        print_json({"schema": FIT_SCHEMA, "results": [str(p) for p in args.results],
+                    "series": [_series_json(f) for f in fits.values()], "skipped": fits.skipped,
+                    "skipped_series": skipped, "noise_floors": floors})
         return 0
     for fit in fits.values():
         _print_series(fit)
@@ -140,7 +149,7 @@ def _cmd_fit(args) -> int:
 
 
 def _series_json(fit) -> dict:
-    return dict(series=fit.label, **{k: v for k, v in fit.key.items()}, model=fit.model,
+    return dict(series=fit.label, id=fit.id, **fit.id, model=fit.model,
                 n_points=len(fit.points), n_boot=0 if fit.draws is None else len(fit.draws),
                 noise_floor_pct=None if not math.isfinite(fit.noise_floor_pct) else fit.noise_floor_pct,
                 noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap, statistic=fit.statistic,
@@ -243,7 +252,7 @@ def _cmd_predict(args) -> int:
     result["noise_floors"] = _noise_floors(args)
     result["decisions"] = _decisions(args, fits, result)
     if args.json:
-        print_json(result)
+        print_json({"schema": PREDICT_SCHEMA, "results": [str(p) for p in args.results], **result})
         return 0
     for decision in result["decisions"]:
         print(decision["text"])
@@ -266,7 +275,7 @@ def _cmd_predict(args) -> int:
     for c in [result["crossover"]] + [c for c in result["crossovers"] if c["between"] != result["crossover"]["between"]]:
         low, high = c["range"]
         axis = c["axis"].replace("_", " ")
-        held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items())
+        held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items() if v is not None)
         if c["at"] is None:
             print(f"no crossover for {axis} {low:g}–{high:g} ({held}) between {c['between'][0]} and "
                   f"{c['between'][1]}: {c['winner_everywhere']} is faster throughout (the curves cross in "
@@ -316,7 +325,7 @@ def _decisions(args, fits, result) -> list:
             above = gpu if below is cpu else cpu
             text = (f"use {name[id(below)]} up to {axis} ~{c['at']:.0f} [{_number(c['low'])}, {_number(c['high'])}], "
                     f"{name[id(above)]} above")
-        decisions.append(dict(between=c["between"], cpu_wins_share=share, text=text))
+        decisions.append(dict(between=c["between"], between_ids=c["between_ids"], cpu_wins_share=share, text=text))
     return decisions
 
 
@@ -341,5 +350,5 @@ def _add_paired_rounds(args, fits, result, frame) -> None:
         if rounds is None:
             rounds = load_results(args.results, combine_rounds=False)
         dist = crossover_distribution(rounds, {k: a[k] for k in SERIES_KEYS}, {k: b[k] for k in SERIES_KEYS},
-                                      along=c["axis"], fixed=c["fixed"])
+                                      along=c["axis"], fixed={k: v for k, v in c["fixed"].items() if v is not None})
         c["paired_rounds"] = dict(dist.to_dict(), text=dist.describe()) if dist.n_rounds else None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 from typing import Optional
+
+from ..shipped import shipped_results_dir
 
 __all__ = [
     "DEFAULT_RESULTS",
@@ -30,8 +31,9 @@ __all__ = [
 #: The exit status of a user error (argparse's own).
 EXIT_USAGE = 2
 
-#: The reference measurements shipped with the repository (``experiments/results``).
-DEFAULT_RESULTS = Path(__file__).resolve().parents[2] / "experiments" / "results"
+#: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the
+#: package's copy after a wheel install (:func:`crossover.shipped.shipped_results_dir`).
+DEFAULT_RESULTS = shipped_results_dir()
 
 
 class UsageError(Exception):

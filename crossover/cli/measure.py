@@ -6,6 +6,7 @@ the library modules (torch among them) are imported when a command runs, so ``--
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -160,6 +161,8 @@ def add_sweep(sub) -> None:
                         "finds other processes competing for its cores; without it such rows are flagged")
     p.add_argument("--allow-mixed", action="store_true",
                    help="resume into results recorded with another torch, CPU, thread count, GPU or driver")
+    p.add_argument("--seed", type=non_negative_int, default=None,
+                   help="seed of the shuffled rounds instead of the suite's [options] seed (recorded with the run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
@@ -169,6 +172,8 @@ def _cmd_sweep(args) -> int:
     from ..sweep import resolve_devices, run_suite, select_sweeps
 
     suite = select_sweeps(load_suite(args.suite), comma_list(args.only))
+    if args.seed is not None:
+        suite = dataclasses.replace(suite, seed=args.seed)
     devices = resolve_devices(suite, comma_list(args.devices))
     if args.dry_run:
         from ..sweep import plan_rounds
@@ -273,20 +278,40 @@ def _cmd_noise(args) -> int:
 def add_env(sub) -> None:
     """Register ``crossover env``."""
     p = sub.add_parser("env", help="show the environment recorded with every result",
-                       description="Show the machine, CPU, GPU and library versions recorded with results.")
+                       description="Show the machine, CPU (clock, governor, cgroup quota), thread settings, GPU "
+                                   "and library versions recorded with results.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--full", action="store_true",
+                   help="add torch's build (torch.utils.collect_env: compilers, CUDA, pip packages; ~1 s more), "
+                        "as every sweep records it")
     p.set_defaults(func=_cmd_env)
+
+
+def _env_lines(env: dict, indent: int = 0) -> list:
+    """``key  value`` lines, aligned; a dict's items indented under its key, None as "-"."""
+    width = max(map(len, env), default=0)
+    lines = []
+    for key, value in env.items():
+        if isinstance(value, dict) and value:
+            lines.append(" " * indent + key)
+            lines += _env_lines(value, indent + 2)
+            continue
+        if isinstance(value, dict):
+            value = "(none set)"
+        if isinstance(value, list):
+            value = "\n".join(map(str, value))
+        value = "-" if value is None else str(value)
+        value = value.replace("\n", "\n" + " " * (indent + width + 2))
+        lines.append(f"{' ' * indent}{key:<{width}}  {value}")
+    return lines
 
 
 def _cmd_env(args) -> int:
     from ..env import environment
 
-    env = environment()
+    env = environment(full=args.full)
     if args.json:
         print_json(env)
     else:
-        width = max(map(len, env))
-        for key, value in env.items():
-            value = str(value).replace("\n", "\n" + " " * (width + 2))
-            print(f"{key:<{width}}  {value}")
+        print("\n".join(_env_lines(env)))
     return 0
