@@ -8,13 +8,16 @@ combining rounds (pure computation) needs no file code, and the file code none o
 
 from __future__ import annotations
 
-__all__ = ["COLUMN_TYPES", "COLUMNS", "V1_COLUMNS", "KEY_COLUMNS", "STATUSES", "REFERENCE_SWEEP",
+__all__ = ["COLUMN_TYPES", "COLUMNS", "V1_COLUMNS", "KEY_COLUMNS", "STATUSES", "REFERENCE_SWEEP", "HELDOUT_SWEEP",
            "WARNING_SEPARATOR", "point_key"]
 
 #: Joins a row's warnings in the CSV (each warning is a whole sentence and may contain ``;``).
 WARNING_SEPARATOR = " | "
 #: The sweep name of drift-reference rows (see :func:`crossover.sweep.plan_rounds`).
 REFERENCE_SWEEP = "reference"
+#: The sweep name of held-out sizes: measured with the rest, never fitted (see
+#: :func:`crossover.fitting.fit_series`), so their error is the model's error on sizes it never saw.
+HELDOUT_SWEEP = "heldout"
 
 #: Columns that identify a point; a sweep resumes by skipping keys already present.
 KEY_COLUMNS = (

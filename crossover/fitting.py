@@ -25,6 +25,7 @@ same rows of a series on the same statistic quotes the same interval.
 
 from __future__ import annotations
 
+import inspect
 import zlib
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -36,10 +37,13 @@ from . import fit_cache
 from .choices import BYTES_PER_ELEMENT
 from .errors import AnalysisError
 from .latency_models import AXES, MODELS, PARAMS, evaluate, features, fit_parameters, model_parameters
+from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
 from .statistics import DEFAULT_STATISTIC, statistic_named
-from .validation import SERIES_KEYS, check_frame, cv_summary, frame_features, held_out_predictions
+from .validation import (SERIES_KEYS, check_frame, cv_folds, cv_summary, frame_features, held_out_predictions,
+                         heldout_predictions, split_heldout)
 
-__all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed"]
+__all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
+           "series_id", "fit_costs"]
 
 
 def series_seed(label: str, seed: int = 0) -> tuple:
@@ -54,6 +58,29 @@ def series_seed(label: str, seed: int = 0) -> tuple:
     (0, 1461308366)
     """
     return (seed, zlib.crc32(label.encode()))
+
+
+def series_id(key) -> dict:
+    """A series named by its fields: every one of :data:`SERIES_KEYS`, always all present.
+
+    The label (``machine/device [threads=16]``) names a series among those fitted beside it and
+    changes with them; this does not. ``threads`` is None where the rows record none (-1 in a
+    :attr:`SeriesFit.key`); numpy scalars become Python ones.
+
+    Examples
+    --------
+    >>> series_id(dict(machine="vm", device="cpu", workload="forward", mode="eager", dtype="float32",
+    ...                regime="latency", transfer="device", threads=-1))["threads"] is None
+    True
+    """
+    out = {}
+    for name in SERIES_KEYS:
+        value = key.get(name)
+        value = value.item() if hasattr(value, "item") else value
+        if name == "threads" and (value is None or value == -1 or value != value):
+            value = None
+        out[name] = int(value) if name == "threads" and value is not None else value
+    return out
 
 
 def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
@@ -120,6 +147,7 @@ class SeriesFit:
     noise_floor_pct: float = np.nan  # mean |one round / combined value - 1| (%), points with >= 2 rounds
     noise_floor_points: int = 0  # how many points that mean is over
     statistic: str = DEFAULT_STATISTIC  # what each point's latency is (see crossover.statistics)
+    heldout: pd.DataFrame = field(default_factory=pd.DataFrame)  # predictions of held-out sizes (never fitted)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -174,6 +202,20 @@ class SeriesFit:
                              identified=not (at_bound or wide)))
         return pd.DataFrame(rows)
 
+    @property
+    def id(self) -> dict:
+        """The series named by its fields (:func:`series_id`), whichever series are fitted beside it."""
+        return series_id(self.key)
+
+    def heldout_summary(self) -> dict:
+        """Accuracy on the held-out sizes (:func:`split_heldout`): ``n``, ``median_abs_pct``,
+        ``worst_abs_pct``, ``within_10_pct`` (NaN when there are none)."""
+        errors = np.abs(self.heldout["rel_error"].to_numpy(dtype=float)) if len(self.heldout) else np.empty(0)
+        if not len(errors):
+            return dict(n=0, median_abs_pct=np.nan, worst_abs_pct=np.nan, within_10_pct=np.nan)
+        return dict(n=len(errors), median_abs_pct=100 * float(np.median(errors)),
+                    worst_abs_pct=100 * float(errors.max()), within_10_pct=100 * float((errors <= 0.10).mean()))
+
     def cv_score(self) -> float:
         """Mean over held-out axes of the chosen model's CV MAPE (%), NaN if not cross-validated."""
         rows = self.cv[self.cv["model"] == self.model] if len(self.cv) else self.cv
@@ -188,7 +230,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
                n_boot: int = 200, level: float = 0.95, seed=None, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = "residuals",
-               statistic: str = DEFAULT_STATISTIC, cache: bool = True) -> SeriesFit:
+               statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None) -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     A fit is computed once and reused (:mod:`crossover.fit_cache`): the same rows, options and
@@ -225,6 +267,10 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         its pooled repeats (default; the quiet machine), the median of its rounds' medians, or the
         fastest repeat. ``points`` (its ``latency_s``), the noise floor and the predictions are then
         of that statistic.
+    on_fit : callable, optional
+        ``on_fit(stage, model)`` after each least-squares fit (``stage``: ``"cv"`` for a fold,
+        ``"fit"`` for the chosen model's fit, ``"bootstrap"`` for a resample): a progress bar (see
+        :func:`fit_costs`). Not called for a fit taken from the cache; no part of the cache key.
 
     Returns
     -------
@@ -234,6 +280,7 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
         raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
+    frame, heldout = split_heldout(frame)
     frame = one_row_per_size(frame)
     if not models:
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
@@ -247,34 +294,68 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
                    f_scale=f_scale, max_held_out_fraction=max_held_out_fraction, label=label, bootstrap=bootstrap,
                    statistic=statistic)
     key = fit_cache.key_of(frame, keys, options) if cache and fit_cache.enabled() else None
-    cached = fit_cache.load(key) if key else None
-    if cached is not None:
-        return cached
-    fit = _fit_series(frame, keys, **options)
-    if key:
-        fit_cache.store(key, fit)
+    fit = fit_cache.load(key) if key else None
+    if fit is None:
+        fit = _fit_series(frame, keys, **options, on_fit=on_fit)
+        if key:
+            fit_cache.store(key, fit)
+    fit.heldout = heldout_predictions(fit, one_row_per_size(heldout) if len(heldout) else heldout)
     return fit
 
 
+def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
+              n_boot: int = 200, max_held_out_fraction: float = 0.5, statistic: str = DEFAULT_STATISTIC,
+              chosen: Optional[str] = None) -> list:
+    """The least-squares fits :func:`fit_series` runs on the rows of one series, in order, each as its
+    expected cost (for an ETA): every CV fold of every candidate (:func:`crossover.validation.cv_folds`),
+    the chosen model's fit, then its ``n_boot`` bootstrap refits.
+
+    A fit's cost is its parameters times the starts it tries (a refit starts once, from the fit).
+    Before cross-validation the chosen model is unknown: the mean over the candidates stands in for
+    it unless ``chosen`` names it. Arguments as in :func:`fit_series`.
+
+    Returns
+    -------
+    list of float
+        One cost per fit: as many as ``fit_series`` reports to its ``on_fit``.
+    """
+    frame = one_row_per_size(split_heldout(check_frame(frame, statistic))[0])
+    X, t = frame_features(frame), frame["latency_s"].to_numpy()
+
+    def cost(model, starts=None):
+        n_starts = len(starts_of(model, X, t)) if starts is None else starts
+        return float(len(model_parameters(model)) * n_starts)
+
+    costs = [cost(m) for m in models for _ in cv_folds(frame, m, axes, max_held_out_fraction)]
+    final = [chosen] if chosen else list(models)
+    costs.append(float(np.mean([cost(m) for m in final])))
+    costs += [float(np.mean([cost(m, 1) for m in final]))] * n_boot
+    return costs
+
+
 def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale, max_held_out_fraction, label,
-                bootstrap, statistic) -> SeriesFit:
+                bootstrap, statistic, on_fit=None) -> SeriesFit:
     """:func:`fit_series` on checked rows, one per size, without the cache."""
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    tell = on_fit or (lambda stage, model: None)
     deviations = frame["latency_deviation"].dropna()
     predictions = [held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale,
-                                        max_held_out_fraction=max_held_out_fraction) for m in models]
+                                        max_held_out_fraction=max_held_out_fraction,
+                                        on_fit=lambda m=m: tell("cv", m)) for m in models]
     cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
     scores = {m: cv.loc[cv["model"] == m, "mape_pct"].mean() for m in models}
     scored = [m for m in models if np.isfinite(scores[m])]
     model = min(scored, key=scores.get) if scored else models[0]
     theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale)
+    tell("fit", model)
     chosen = predictions[list(models).index(model)]
     log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
     draws = None
     if n_boot > 0:
         rng = np.random.default_rng(seed)
         draws = _bootstrap(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
-                           n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale)
+                           n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale,
+                           on_refit=lambda: tell("bootstrap", model))
     return SeriesFit(key=keys, label=label, model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
@@ -284,22 +365,27 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
                      cv_log_errors=log_errors)
 
 
-def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level, rng, loss, f_scale):
+def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level, rng, loss, f_scale, on_refit):
     """Bootstrap parameter draws (n_boot, n_params) of ``model`` fitted at ``theta`` (see the module
-    docstring): resampling the log residuals, or each point's raw repeats at ``quantile``."""
+    docstring): resampling the log residuals, or each point's raw repeats at ``quantile``;
+    ``on_refit()`` after each refit."""
     if bootstrap == "residuals":
         fitted = evaluate(model, theta, X)
         residuals = np.log(t / fitted)
         residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
 
         def refit(resampled):
-            return np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
+            phi = np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
+            on_refit()
+            return phi
 
         data = (residuals,)
     else:
         def refit(*samples):
             latencies = np.array([np.quantile(s, quantile) for s in samples])
-            return np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale))
+            phi = np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale))
+            on_refit()
+            return phi
 
         data = _raw_samples(frame, quantile)
     from scipy import stats  # on use: scipy.stats takes ~0.5 s to import, and a cached fit never needs it
@@ -310,9 +396,11 @@ def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level,
 
 
 class Fits(dict):
-    """Fitted series by label (see :func:`fit_results`), with the skipped ones in ``skipped``."""
+    """Fitted series by label (see :func:`fit_results`), with the skipped ones in ``skipped`` (label:
+    reason) and ``skipped_ids`` (label: :func:`series_id`)."""
 
     skipped: dict
+    skipped_ids: dict
 
     def parameters(self) -> pd.DataFrame:
         """Every series' parameters with units and intervals."""
@@ -335,6 +423,18 @@ def _labels(keys: list) -> list:
     return labels
 
 
+def _on_fit(bar, label, rows, models, planning, later):
+    """:func:`fit_series`' ``on_fit`` for :func:`fit_results`' bar: one step per fit; once the model is
+    chosen, the plan of what is left holds its bootstrap's real cost, then the ``later`` series'."""
+    def on_fit(stage, model):
+        bar.update(f"{label}: {stage} {model}")
+        if stage == "fit":
+            n_boot = planning["n_boot"]
+            costs = fit_costs(rows, models, **planning, chosen=model)
+            bar.replan(costs[len(costs) - n_boot:] + later)
+    return on_fit
+
+
 def fit_results(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, min_points: int = 8,
                 progress=None, seed: int = 0, **options) -> Fits:
     """Fit every series of a results frame.
@@ -348,7 +448,11 @@ def fit_results(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, m
     min_points : int
         Series with fewer points are left out and listed in ``Fits.skipped``.
     progress : callable, optional
-        Wraps the iterable of series (e.g. ``tqdm.tqdm``).
+        ``progress(costs)`` returns a bar (:func:`crossover.progress.progress_bar` makes one): called
+        once with the expected cost of every least-squares fit planned (:func:`fit_costs` of each
+        series, in order). The bar's ``update(text)`` is called after each fit, its
+        ``replan(costs)`` with the costs left whenever the plan changes (a series found in the
+        cache needs no fit; a series' chosen model sets its bootstrap's cost), ``close()`` at the end.
     seed : int
         Each series' bootstrap is seeded with :func:`series_seed` of its label and ``seed``: the
         same draws as :func:`fit_series` of that series alone.
@@ -363,14 +467,30 @@ def fit_results(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, m
     keys = [_series_key(row) for _, row in frame[list(SERIES_KEYS)].iterrows()]
     frame = frame.assign(_key=keys)
     unique = list(dict.fromkeys(keys))
-    fits, fits.skipped = Fits(), {}
-    items = list(zip(unique, _labels(unique)))
-    for key, label in progress(items) if progress else items:
+    fits, fits.skipped, fits.skipped_ids = Fits(), {}, {}
+    todo = []
+    for key, label in zip(unique, _labels(unique)):
         rows = frame[frame["_key"] == key].drop(columns="_key")
         if len(rows) < min_points:
             fits.skipped[label] = f"{len(rows)} points (< {min_points})"
-            continue
-        fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), **options)
+            fits.skipped_ids[label] = series_id(dict(zip(SERIES_KEYS, key)))
+        else:
+            todo.append((label, rows))
+    defaults = {k: v.default for k, v in inspect.signature(fit_series).parameters.items()}
+    planning = {k: options.get(k, defaults[k]) for k in ("axes", "n_boot", "max_held_out_fraction", "statistic")}
+    plans = [fit_costs(rows, models, **planning) for _, rows in todo] if progress else []
+    bar = progress([c for plan in plans for c in plan]) if progress else None
+    try:
+        for i, (label, rows) in enumerate(todo):
+            later = [c for plan in plans[i + 1:] for c in plan]
+            on_fit = _on_fit(bar, label, rows, models, planning, later) if bar is not None else None
+            fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), on_fit=on_fit,
+                                     **options)
+            if bar is not None:
+                bar.replan(later)  # whatever was not done (a fit found in the cache) leaves the plan
+    finally:
+        if bar is not None:
+            bar.close()
     if not fits:
         raise AnalysisError(f"no series has {min_points} or more points to fit ({fits.skipped})")
     return fits

@@ -21,6 +21,20 @@ refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func
                 larger batch a matrix-matrix one with its own fixed cost per call (on the CPU,
                 MKL's GEMM set-up and weight packing: ``experiments/bench_gemv_gemm.py``). A step
                 at batch 2, so a crossover found between batch 1 and 2 may be that step.
+    pack        compute -> compute + weight bytes / pack rate for batch > 1: the matrix-matrix kernel
+                packs each layer's weights before it multiplies, a cost that grows with d² (on this
+                VM, the per-layer time at d_model 512 triples from batch 1 to 16 while the FLOPs
+                alone would add a third)
+    width       P -> P * d / (d + d_half): small matrices run below the peak rate in width as in batch
+    async       layer -> smax(layer, kernel + smax(F / P, M / BW)): the host launches asynchronously,
+                so a GPU step costs the larger of the host's launch time and the device's kernel time
+                (``kernel`` a per-layer device cost besides compute and memory), not their sum
+    serial      the smooth-max exponent p = 1: compute and memory time add up (a CPU that packs or
+                streams the weights, then multiplies)
+
+``cache`` and ``ramp`` combine (``roofline+cache+ramp``): in cache the weights stream at one
+bandwidth; out of it at a bandwidth that rises with the layer's size (on this VM, 5 GB/s for 64 KB
+layers, 12 GB/s for 4 MB ones), the measured shape of the streaming rate.
 
 ``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
 forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
@@ -83,6 +97,9 @@ PARAMS = {
     "batch_half": _Param("Hockney n½ (batch for half the compute rate)", "samples", 1.0, 1e-3, 1e6),
     "smooth_p": _Param("overlap exponent p (1: compute + memory, ∞: max)", "", 1.0, 1.0, 16.0),
     "gemm_layer_s": _Param("per-layer matrix-matrix cost (batch > 1)", "µs", 1e6, 1e-10, 0.1),
+    "pack_bytes_per_s": _Param("weight-packing rate (batch > 1)", "GB/s", 1e-9, 1e6, 1e15),
+    "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
+    "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
 }
 #: Extra parameters of each refinement of the roofline (model names join them with "+").
 _COMPONENTS = {
@@ -92,6 +109,10 @@ _COMPONENTS = {
     "split": ("act_bytes_per_s",),
     "overlap": ("smooth_p",),
     "gemm": ("gemm_layer_s",),
+    "pack": ("pack_bytes_per_s",),
+    "width": ("width_half",),
+    "async": ("kernel_s",),
+    "serial": (),
 }
 
 
@@ -105,8 +126,10 @@ def model_parameters(name: str) -> tuple:
         ``"affine"`` or ``"roofline"`` joined with ``+`` to any of the refinements ``hockney``
         (compute rate grows with batch), ``cache`` (bandwidth depends on whether the model's weights
         fit in cache), ``ramp`` (bandwidth depends on the size of one layer's weights), ``split``
-        (activations move at their own bandwidth), ``overlap`` (fitted smooth-max exponent) and
-        ``gemm`` (a per-layer cost paid only at batch > 1).
+        (activations move at their own bandwidth), ``overlap`` (fitted smooth-max exponent),
+        ``gemm`` (a per-layer cost paid only at batch > 1), ``pack`` (weight packing at batch > 1),
+        ``width`` (compute rate grows with d_model), ``async`` (host launches overlap device
+        kernels) and ``serial`` (compute and memory add up).
 
     Raises
     ------
@@ -123,12 +146,15 @@ def model_parameters(name: str) -> tuple:
         names.append("bytes_per_s")
     for e in extra:
         names.extend(_COMPONENTS[e])
+    if {"cache", "ramp"} <= set(extra):  # out of cache, the layer size sets the bandwidth (the ramp's)
+        names.remove("dram_bytes_per_s")
     return tuple(names)
 
 
 #: Model name -> its parameters (SI units, see ``PARAMS``): the candidates cross-validation chooses from.
 MODELS = {name: model_parameters(name) for name in (
     "affine", "roofline", "roofline+hockney", "roofline+cache", "roofline+cache+hockney",
+    "roofline+cache+ramp+hockney+pack",
 )}
 
 
@@ -168,7 +194,7 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
     elt = bytes_per_element
     return SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
                            Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
-                           W=L * d * d * elt, Wl=d * d * elt)
+                           W=L * d * d * elt, Wl=d * d * elt, d=d)
 
 
 def _as_params(model, theta):
@@ -185,26 +211,39 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     parameter set, e.g. bootstrap draws) gives one row of predictions per set.
     """
     p = _as_params(model, theta)
+    serial = "+serial" in model
     if "layer_s" not in p:
         return p["step_s"] + X.flops / p["flops_per_s"]
     rate = p["flops_per_s"] * (X.B / (X.B + p["batch_half"]) if "batch_half" in p else 1.0)
-    if "cache_bytes" in p:  # whole model's weights in cache -> cache bandwidth, else DRAM's
-        bandwidth = _log_logistic(X.W, p["cache_bytes"], p["cache_bytes_per_s"], p["dram_bytes_per_s"])
-    elif "ramp_bytes" in p:  # small layers stream slower than large ones (e.g. run on fewer threads)
-        bandwidth = _log_logistic(X.Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"])
+    if "width_half" in p:  # small matrices run below the peak rate in d as well as in batch
+        rate = rate * X.d / (X.d + p["width_half"])
+    if "ramp_bytes" in p:  # small layers stream slower than large ones (e.g. run on fewer threads)
+        out_of_cache = _log_logistic(X.Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"])
     else:
-        bandwidth = p["bytes_per_s"]
+        out_of_cache = p.get("dram_bytes_per_s", p.get("bytes_per_s"))
+    if "cache_bytes" in p:  # whole model's weights in cache -> cache bandwidth, else out of cache
+        bandwidth = _log_logistic(X.W, p["cache_bytes"], p["cache_bytes_per_s"], out_of_cache)
+    else:
+        bandwidth = out_of_cache
     if "act_bytes_per_s" in p:
         memory = X.Mw / bandwidth + X.Ma / p["act_bytes_per_s"]
     else:
         memory = X.M / bandwidth
-    compute, power = X.F / rate, p.get("smooth_p", SMOOTH_MAX_P)
-    top = np.maximum(compute, memory)
-    smooth = top * ((compute / top) ** power + (memory / top) ** power) ** (1 / power)
-    layer = p["layer_s"] + smooth
+    compute, power = X.F / rate, p.get("smooth_p", 1.0 if serial else SMOOTH_MAX_P)
+    if "pack_bytes_per_s" in p:  # a matrix-matrix kernel first packs the weights (batch > 1)
+        compute = compute + (X.B > 1) * X.Mw / p["pack_bytes_per_s"]
+    smooth = _smooth_max(compute, memory, power)
     if "gemm_layer_s" in p:
-        layer = layer + (X.B > 1) * p["gemm_layer_s"]
-    return p["step_s"] + X.L * layer
+        smooth = smooth + (X.B > 1) * p["gemm_layer_s"]
+    if "kernel_s" in p:  # asynchronous launches: the host's launches and the device's kernels overlap
+        return p["step_s"] + X.L * _smooth_max(p["layer_s"], p["kernel_s"] + smooth, SMOOTH_MAX_P)
+    return p["step_s"] + X.L * (p["layer_s"] + smooth)
+
+
+def _smooth_max(a, b, power):
+    """``(a^p + b^p)^(1/p)``, computed without overflow: ``max(a, b)`` for a large ``power``."""
+    top = np.maximum(a, b)
+    return top * ((a / top) ** power + (b / top) ** power) ** (1 / power)
 
 
 def _log_logistic(size, middle, below, above):
@@ -234,7 +273,8 @@ def _starts(model, X, t):
     }
     bw = guess["bytes_per_s"]
     guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
-                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"])
+                 act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"],
+                 pack_bytes_per_s=bw, width_half=64.0, kernel_s=0.1 * guess["layer_s"])
     options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
                "batch_half": [1.0, 16.0]}
     starts = [dict(guess)]

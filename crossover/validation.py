@@ -20,12 +20,13 @@ import numpy as np
 import pandas as pd
 
 from .choices import BYTES_PER_ELEMENT
+from .columns import HELDOUT_SWEEP
 from .errors import AnalysisError
 from .latency_models import AXES, evaluate, features, fit_parameters, model_parameters
 from .statistics import with_latency
 
-__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "cv_splits", "cross_validate", "held_out_predictions",
-           "cv_summary"]
+__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "cv_splits", "cv_folds", "cross_validate",
+           "held_out_predictions", "cv_summary", "split_heldout", "heldout_predictions"]
 
 #: Columns whose values together name a series: every series gets its own fit.
 SERIES_KEYS = ("machine", "device", "workload", "mode", "dtype", "regime", "transfer", "threads")
@@ -112,26 +113,36 @@ def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, 
                                 max_held_out_fraction=max_held_out_fraction)
 
 
+def cv_folds(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES,
+             max_held_out_fraction: float = 0.5) -> list:
+    """The folds :func:`cross_validate` fits ``model`` on: (axis, held_out_value, train, test) for
+    each split of :func:`cv_splits` along each of ``axes`` whose training set has at least
+    ``n_params + 2`` points."""
+    n_params = len(model_parameters(model))
+    return [(axis, value, train, test) for axis in axes
+            for value, train, test in cv_splits(frame, axis, max_held_out_fraction) if len(train) >= n_params + 2]
+
+
 def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, loss="soft_l1",
-                         f_scale=0.1, max_held_out_fraction: float = 0.5) -> pd.DataFrame:
-    """:func:`cross_validate` on a frame whose ``latency_s`` is already chosen (:func:`check_frame`)."""
+                         f_scale=0.1, max_held_out_fraction: float = 0.5, on_fit=None) -> pd.DataFrame:
+    """:func:`cross_validate` on a frame whose ``latency_s`` is already chosen (:func:`check_frame`);
+    ``on_fit()``, if given, is called after each fold's fit (for a progress bar)."""
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
     rows = []
-    for axis in axes:
-        for value, train, test in cv_splits(frame, axis, max_held_out_fraction):
-            if len(train) < len(model_parameters(model)) + 2:
-                continue
-            Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
-            theta = fit_parameters(model, Xtr, t[train], loss=loss, f_scale=f_scale)
-            Xte = SimpleNamespace(**{k: v[test] for k, v in vars(X).items()})
-            predicted = evaluate(model, theta, Xte)
-            seen = frame[axis].to_numpy()[train]
-            outside = not seen.min() < value < seen.max()
-            for j, i in enumerate(test):
-                rows.append(dict(model=model, axis=axis, held_out=value, extrapolated=outside,
-                                 d_model=frame["d_model"][i],
-                                 n_layers=frame["n_layers"][i], batch_size=frame["batch_size"][i],
-                                 measured_s=t[i], predicted_s=predicted[j], rel_error=predicted[j] / t[i] - 1))
+    for axis, value, train, test in cv_folds(frame, model, axes, max_held_out_fraction):
+        Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
+        theta = fit_parameters(model, Xtr, t[train], loss=loss, f_scale=f_scale)
+        if on_fit is not None:
+            on_fit()
+        Xte = SimpleNamespace(**{k: v[test] for k, v in vars(X).items()})
+        predicted = evaluate(model, theta, Xte)
+        seen = frame[axis].to_numpy()[train]
+        outside = not seen.min() < value < seen.max()
+        for j, i in enumerate(test):
+            rows.append(dict(model=model, axis=axis, held_out=value, extrapolated=outside,
+                             d_model=frame["d_model"][i],
+                             n_layers=frame["n_layers"][i], batch_size=frame["batch_size"][i],
+                             measured_s=t[i], predicted_s=predicted[j], rel_error=predicted[j] / t[i] - 1))
     return pd.DataFrame(rows)
 
 
@@ -150,3 +161,34 @@ def cv_summary(predictions: pd.DataFrame) -> pd.DataFrame:
                  interior_mape_pct=("interior_err", lambda e: 100 * e.mean()),
                  n_points=("abs_err", "size"), n_folds=("held_out", "nunique"))
             .reset_index())
+
+
+def split_heldout(frame: pd.DataFrame) -> tuple:
+    """``(fitted, heldout)``: the rows of the sweep named :data:`crossover.columns.HELDOUT_SWEEP`
+    apart from the rest. A fit never sees the held-out sizes; they test it.
+
+    Raises
+    ------
+    AnalysisError
+        When every row is held out.
+    """
+    if "sweep" not in frame:
+        return frame, frame.iloc[:0]
+    held = (frame["sweep"] == HELDOUT_SWEEP).to_numpy()
+    if held.all():
+        raise AnalysisError(f"every row is of the {HELDOUT_SWEEP!r} sweep: nothing left to fit")
+    return frame[~held].reset_index(drop=True), frame[held].reset_index(drop=True)
+
+
+def heldout_predictions(fit, heldout: pd.DataFrame) -> pd.DataFrame:
+    """A :class:`crossover.fitting.SeriesFit`'s predictions of held-out rows (one per size, ``latency_s`` of the fit's statistic):
+    d_model, n_layers, batch_size, measured_s, predicted_s, rel_error (predicted / measured - 1)."""
+    columns = list(AXES) + ["measured_s", "predicted_s", "rel_error"]
+    if heldout is None or heldout.empty:
+        return pd.DataFrame(columns=columns)
+    predicted = fit.latency_s(heldout["d_model"].to_numpy(), heldout["n_layers"].to_numpy(),
+                              heldout["batch_size"].to_numpy())
+    measured = heldout["latency_s"].to_numpy(dtype=float)
+    return pd.DataFrame(dict(d_model=heldout["d_model"].to_numpy(), n_layers=heldout["n_layers"].to_numpy(),
+                             batch_size=heldout["batch_size"].to_numpy(), measured_s=measured,
+                             predicted_s=predicted, rel_error=predicted / measured - 1))[columns]

@@ -16,13 +16,13 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import analysis, compare, figures, measure
+from . import analysis, compare, figures, measure, peaks
 from .args import EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
 
 #: Every subcommand, in the order ``crossover --help`` lists them.
-COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise,
+COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise, peaks.add_peaks,
             analysis.add_fit, analysis.add_predict, compare.add_compare, figures.add_figures, figures.add_diagram)
 
 
