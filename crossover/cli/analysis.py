@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .args import DEFAULT_RESULTS, comma_list, non_negative_int, positive_int, print_json
+from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
+                   print_json)
+from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
 from ..statistics import DEFAULT_STATISTIC, STATISTICS
 from ..study import N_BOOT
 
@@ -95,8 +97,32 @@ def _fit(args, frame):
         def progress(costs):
             return progress_bar(costs, desc="fitting")
 
-    return fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
+    fits = fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
                        bootstrap=args.bootstrap, statistic=args.statistic)
+    fits.peaks = _peaks(args, frame, fits)
+    return fits
+
+
+def _peaks(args, frame, fits) -> dict:
+    """Label -> the peaks bounding that series' parameters (``peaks.json`` beside the results, else the
+    device's spec sheet, else none; see :mod:`crossover.peaks`)."""
+    from ..peaks import find_peaks, peaks_for
+
+    found = find_peaks(args.results)
+    out = {}
+    for label, fit in fits.items():
+        machine, device = fit.key["machine"], fit.key["device"]
+        rows = frame[(frame["machine"] == machine) & (frame["device"] == device)]
+        name = rows["device_name"].iloc[0] if "device_name" in rows and len(rows) else None
+        out[label] = peaks_for(found, machine, device, name)
+    return out
+
+
+def _parameters(fits, fit):
+    """``fit``'s parameters checked against its device's peaks (``peak``, ``above_peak``)."""
+    from ..peaks import check_parameters
+
+    return check_parameters(fit.parameters(), getattr(fits, "peaks", {}).get(fit.label, {}))
 
 
 def _load(args, **filters):
@@ -137,24 +163,25 @@ def _cmd_fit(args) -> int:
     if args.json:
         skipped = [dict(series=label, id=fits.skipped_ids[label], reason=reason) for label, reason in fits.skipped.items()]
         print_json({"schema": FIT_SCHEMA, "results": [str(p) for p in args.results],
-                    "series": [_series_json(f) for f in fits.values()], "skipped": fits.skipped,
+                    "series": [_series_json(fits, f) for f in fits.values()], "skipped": fits.skipped,
                     "skipped_series": skipped, "noise_floors": floors})
         return 0
     for fit in fits.values():
-        _print_series(fit)
+        _print_series(fits, fit)
     for label, reason in fits.skipped.items():
         print(f"skipped {label}: {reason}")
     _print_noise_floors(floors)
     return 0
 
 
-def _series_json(fit) -> dict:
+def _series_json(fits, fit) -> dict:
     return dict(series=fit.label, id=fit.id, **fit.id, model=fit.model,
                 n_points=len(fit.points), n_boot=0 if fit.draws is None else len(fit.draws),
                 noise_floor_pct=None if not math.isfinite(fit.noise_floor_pct) else fit.noise_floor_pct,
                 noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap, statistic=fit.statistic,
                 level=fit.level, cv_mape_pct=fit.cv_score(),
-                parameters=fit.parameters().drop(columns=["series", "model"]).to_dict("records"),
+                parameters=_parameters(fits, fit).drop(columns=["series", "model"]).to_dict("records"),
+                heldout=dict(**fit.heldout_summary(), points=fit.heldout.to_dict("records")),
                 accuracy=fit.cv.to_dict("records"))
 
 
@@ -162,7 +189,7 @@ def _number(value) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
 
-def _print_series(fit) -> None:
+def _print_series(fits, fit) -> None:
     k = fit.key
     n_boot = 0 if fit.draws is None else len(fit.draws)
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
@@ -171,11 +198,24 @@ def _print_series(fit) -> None:
     what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
-    for row in fit.parameters().itertuples():
-        flag = ("  at its bound: not identified by these data" if row.at_bound else
+    table = _parameters(fits, fit)
+    if table["peak"].notna().any():
+        print(f"    {'':<46s} {'value':>10s} {'unit':<8s} {'interval':<22s} {'peak':>8s}")
+    for row in table.itertuples():
+        flag = ("  ABOVE THE DEVICE'S PEAK: not a physical value" if row.above_peak else
+                "  at its bound: not identified by these data" if row.at_bound else
                 "  interval over two decades: not identified by these data" if not row.identified else "")
-        print(f"    {row.label:<46s} {_number(row.value):>10s} {row.unit:<8s} "
-              f"[{_number(row.low)}, {_number(row.high)}]{flag}")
+        peak = f" {_number(row.peak):>8s}" if math.isfinite(row.peak) else f" {'':>8s}"
+        interval = f"[{_number(row.low)}, {_number(row.high)}]"
+        print(f"    {row.label:<46s} {_number(row.value):>10s} {row.unit:<8s} {interval:<22s}{peak}{flag}")
+    sources = sorted({s for s in table["peak_source"] if s})
+    if sources:
+        print("    peaks: " + "; ".join(sources))
+    held = fit.heldout_summary()
+    if held["n"]:
+        print(f"  held-out sizes (never fitted, measured in the same run): {held['n']} sizes, median error "
+              f"{held['median_abs_pct']:.1f}%, worst {held['worst_abs_pct']:.1f}%, "
+              f"{held['within_10_pct']:.0f}% within ±10%")
     if fit.cv.empty:
         print("  (no cross-validation folds)\n")
         return
@@ -220,9 +260,10 @@ def add_predict(sub) -> None:
         ),
         epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json",
     )
-    p.add_argument("--d-model", type=positive_int, required=True, help="layer width")
-    p.add_argument("--n-layers", type=positive_int, required=True, help="residual blocks")
-    p.add_argument("--batch-size", type=positive_int, required=True, help="samples per step")
+    p.add_argument("--d-model", type=positive_int, help="layer width (the toy model; required without --model)")
+    p.add_argument("--n-layers", type=positive_int, help="residual blocks (the toy model; required without --model)")
+    p.add_argument("--batch-size", type=positive_int_list, required=True,
+                   help="samples per step; with --model a list too, e.g. 1,8,64,512")
     p.add_argument("--workload", default="forward", choices=WORKLOADS, help="default forward")
     p.add_argument("--mode", default="eager", choices=MODES, help="default eager")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="default float32")
@@ -234,10 +275,18 @@ def add_predict(sub) -> None:
     p.add_argument("--machine", help="only this machine's devices (e.g. a GPU against its own host CPU); "
                                      "default: every machine in the results")
     _common(p)
+    add_model_options(p)
+    add_predict_model_options(p)
     p.set_defaults(func=_cmd_predict)
 
 
 def _cmd_predict(args) -> int:
+    if args.model:
+        return cmd_predict_model(args)
+    if args.d_model is None or args.n_layers is None:
+        raise UsageError("predict needs --d-model and --n-layers (the toy model), or --model FILE.py:FACTORY "
+                         "with --input-shape (your own model)")
+    args.batch_size = batch_sizes(args, single=True)[0]
     from ..analysis import predict
     from ..crossovers import reported_series
 

@@ -1,0 +1,127 @@
+"""How far the latency model misses sizes it never saw, measured in the same run as the rest.
+
+    python experiments/bench_heldout.py RUN [RUN ...] [--models M1,M2] [--statistic p10]
+    python experiments/bench_heldout.py --measure 2 --out /tmp/heldout   # two fresh quick runs first
+
+Each RUN is a results directory of the quick suite (``experiments/suites/quick.toml``), whose sweep
+``heldout`` holds ten odd sizes (small shallow models, deep thin ones, wide ones, batches between the
+measured ones) measured in the same shuffled rounds as the rest, so the machine's drift falls on them
+as on their neighbours. Each candidate model is fitted on the other rows only (as ``crossover fit``
+does) and predicts the held-out sizes: the table gives, per run and model, the median and worst
+|error| and the share within ±10%, then per size the error of the model cross-validation chooses.
+With two or more runs it also prints the noise floor of the held-out sizes themselves: how far one
+run's value of a size lies from another's once the runs' overall offset is removed. A model cannot
+be checked more closely than that.
+
+``--measure N`` first runs the quick suite N times (seeds 1..N) into ``--out``/seed<k>; run it on an
+otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crossover.fitting import fit_series, one_row_per_size
+from crossover.latency_models import MODELS
+from crossover.results import load_results
+from crossover.statistics import DEFAULT_STATISTIC, STATISTICS
+from crossover.validation import check_frame, split_heldout
+
+QUICK_SUITE = Path(__file__).resolve().parent / "suites" / "quick.toml"
+
+
+def cpu_rows(run) -> pd.DataFrame:
+    frame = load_results(run, raw=True)
+    frame = frame[(frame["device"] == "cpu") & (frame["workload"] == "forward") & (frame["mode"] == "eager")]
+    if "heldout" not in set(frame["sweep"]):
+        raise SystemExit(f"{run}: no 'heldout' sweep: measure it with {QUICK_SUITE}")
+    return frame
+
+
+def summary(errors) -> dict:
+    errors = np.abs(np.asarray(errors, dtype=float))
+    return dict(median_pct=100 * np.median(errors), worst_pct=100 * errors.max(),
+                within_10_pct=100 * np.mean(errors <= 0.10))
+
+
+def heldout_floor(runs, statistic) -> pd.DataFrame:
+    """Per pair of runs: |log(one run's held-out value / the other's)| after removing the pair's
+    median offset over all shared sizes."""
+    values = []
+    for run in runs:
+        frame = check_frame(cpu_rows(run), statistic)
+        fitted, held = split_heldout(frame)
+        values.append((one_row_per_size(fitted), one_row_per_size(held)))
+    rows = []
+    keys = ["d_model", "n_layers", "batch_size"]
+    for (a, b), (i, j) in zip(itertools.combinations(values, 2), itertools.combinations(range(len(runs)), 2)):
+        both = pd.concat([a[0], a[1]]).merge(pd.concat([b[0], b[1]]), on=keys)
+        offset = np.median(np.log(both["latency_s_y"] / both["latency_s_x"]))
+        held = a[1].merge(b[1], on=keys)
+        deviation = np.abs(np.log(held["latency_s_y"] / held["latency_s_x"]) - offset)
+        rows.append(dict(pair=f"{i + 1}-{j + 1}", offset_pct=100 * (np.exp(offset) - 1),
+                         median_pct=100 * np.median(deviation), worst_pct=100 * deviation.max()))
+    return pd.DataFrame(rows)
+
+
+def measure(n_runs: int, out: Path) -> list:
+    runs = []
+    for seed in range(1, n_runs + 1):
+        run = out / f"seed{seed}"
+        subprocess.run([sys.executable, "-m", "crossover", "sweep", str(QUICK_SUITE), "--out", str(run),
+                        "--seed", str(seed), "--resume", "--quiet"], check=True)
+        runs.append(run)
+    return runs
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="*", type=Path, help="results directories of the quick suite")
+    parser.add_argument("--measure", type=int, default=0, metavar="N", help="first measure N quick runs")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/heldout"), help="where --measure writes")
+    parser.add_argument("--models", help="comma-separated candidates (default: crossover's MODELS)")
+    parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC)
+    args = parser.parse_args(argv)
+    runs = list(args.runs) + (measure(args.measure, args.out) if args.measure else [])
+    if not runs:
+        parser.error("give results directories, or --measure N")
+    models = tuple(args.models.split(",")) if args.models else tuple(MODELS)
+    print(f"held-out sizes predicted by fits of the other rows; statistic {args.statistic}\n")
+    lines, per_size = [], []
+    for index, run in enumerate(runs, 1):
+        frame = cpu_rows(run)
+        chosen = fit_series(frame, models, n_boot=0, statistic=args.statistic, cache=False)
+        for model in models:
+            fit = chosen if len(models) == 1 else fit_series(frame, [model], n_boot=0, statistic=args.statistic,
+                                                              axes=(), cache=False)
+            lines.append(dict(run=index, model=model + (" *" if model == chosen.model else ""),
+                              **summary(fit.heldout["rel_error"])))
+        per_size.append(chosen.heldout.assign(run=index, model=chosen.model))
+    table = pd.DataFrame(lines)
+    print("per run and model (* = chosen by grouped cross-validation):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    sizes = pd.concat(per_size, ignore_index=True)
+    sizes["error_pct"] = 100 * sizes["rel_error"]
+    print("\nper held-out size, the chosen model:")
+    print(sizes[["run", "model", "d_model", "n_layers", "batch_size", "measured_s", "predicted_s", "error_pct"]]
+          .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for index in sorted(sizes["run"].unique()):
+        s = summary(sizes.loc[sizes["run"] == index, "rel_error"])
+        print(f"run {index}, chosen model: median {s['median_pct']:.1f}%, worst {s['worst_pct']:.1f}%, "
+              f"{s['within_10_pct']:.0f}% within ±10%")
+    if len(runs) > 1:
+        floor = heldout_floor(runs, args.statistic)
+        print("\nnoise floor of the held-out sizes between runs (after the runs' overall offset):")
+        print(floor.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
