@@ -103,19 +103,26 @@ def main(argv=None) -> int:
                                                               axes=(), cache=False)
             lines.append(dict(run=index, model=model + (" *" if model == chosen.model else ""),
                               **summary(fit.heldout["rel_error"])))
-        per_size.append(chosen.heldout.assign(run=index, model=chosen.model))
+        held = chosen.heldout
+        bounds = [chosen.prediction_interval_s(r.d_model, r.n_layers, r.batch_size) for r in held.itertuples()]
+        inside = [lo <= m <= hi for (lo, hi), m in zip(bounds, held["measured_s"])]
+        per_size.append(held.assign(run=index, model=chosen.model, in_interval=inside,
+                                    interval_width=[hi / lo for lo, hi in bounds]))
     table = pd.DataFrame(lines)
     print("per run and model (* = chosen by grouped cross-validation):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     sizes = pd.concat(per_size, ignore_index=True)
     sizes["error_pct"] = 100 * sizes["rel_error"]
     print("\nper held-out size, the chosen model:")
-    print(sizes[["run", "model", "d_model", "n_layers", "batch_size", "measured_s", "predicted_s", "error_pct"]]
+    print(sizes[["run", "model", "d_model", "n_layers", "batch_size", "measured_s", "predicted_s", "error_pct",
+                 "in_interval"]]
           .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     for index in sorted(sizes["run"].unique()):
         s = summary(sizes.loc[sizes["run"] == index, "rel_error"])
+        run = sizes[sizes["run"] == index]
         print(f"run {index}, chosen model: median {s['median_pct']:.1f}%, worst {s['worst_pct']:.1f}%, "
-              f"{s['within_10_pct']:.0f}% within ±10%")
+              f"{s['within_10_pct']:.0f}% within ±10%; {100 * run['in_interval'].mean():.0f}% inside the "
+              f"{100 * chosen.level:.0f}% prediction interval (median width ×{run['interval_width'].median():.2f})")
     if len(runs) > 1:
         floor = heldout_floor(runs, args.statistic)
         print("\nnoise floor of the held-out sizes between runs (after the runs' overall offset):")
