@@ -39,7 +39,8 @@ SPEC_SHEETS = {
                "TF32 Tensor Core 494.7 TFLOPS dense), https://www.nvidia.com/en-us/data-center/h100/"),
 }
 
-#: Fitted parameter -> the peak that bounds it (see the module docstring).
+#: Fitted parameter -> the peak that bounds it (see the module docstring; a single ``bytes_per_s``
+#: without a cache term is bounded by the streaming peak, see :func:`check_parameters`).
 PARAMETER_PEAKS = {
     "flops_per_s": "flops_per_s",
     "bytes_per_s": "cache_bytes_per_s",
@@ -158,9 +159,10 @@ def spec_sheet_peaks(device_name: Optional[str]) -> dict:
 # ---------------------------------------------------------------------------------------- checking
 def check_parameters(parameters: pd.DataFrame, peaks: dict, *, tolerance: float = 1.05) -> pd.DataFrame:
     """Fitted parameters with the peak that bounds each: columns ``peak`` (display units, NaN where
-    none applies or none is known), ``peak_source`` and ``above_peak``; ``identified`` becomes False
-    where a parameter exceeds its peak by more than ``tolerance`` or an out-of-cache bandwidth exceeds
-    the fit's in-cache one.
+    none applies or none is known), ``peak_source``, ``above_peak`` and ``impossible`` (why, or "");
+    ``identified`` becomes False where a parameter exceeds its peak by more than ``tolerance`` or an
+    out-of-cache bandwidth exceeds the fit's in-cache one. A fit's single ``bytes_per_s`` (no cache
+    term) serves its largest, out-of-cache sizes too: the streaming peak bounds it.
 
     Parameters
     ----------
@@ -176,19 +178,23 @@ def check_parameters(parameters: pd.DataFrame, peaks: dict, *, tolerance: float 
     out = parameters.copy()
     values = dict(zip(out["param"], out["value"]))
     has_cache = "cache_bytes_per_s" in values
-    peak_col, source_col, above_col = [], [], []
+    single_bandwidth = "bytes_per_s" in values  # one bandwidth for every size, large ones out of cache
+    peak_col, source_col, above_col, why_col = [], [], [], []
     for row in out.itertuples():
         spec = PARAMS[row.param]
         kind = PARAMETER_PEAKS.get(row.param)
-        if has_cache and row.param in _OUT_OF_CACHE:
+        if (has_cache and row.param in _OUT_OF_CACHE) or (single_bandwidth and row.param == "bytes_per_s"):
             kind = "dram_bytes_per_s"
         peak = peaks.get(kind) if kind else None  # a spec sheet gives no in-cache peak: None
-        above = peak is not None and row.value > tolerance * peak * spec.scale
-        if has_cache and row.param in _OUT_OF_CACHE and row.value > tolerance * values["cache_bytes_per_s"]:
-            above = True
+        why = ""
+        if peak is not None and row.value > tolerance * peak * spec.scale:
+            why = f"above the device's peak ({peaks.get('source', 'peaks')})"
+        elif has_cache and row.param in _OUT_OF_CACHE and row.value > tolerance * values["cache_bytes_per_s"]:
+            why = "out of cache faster than the same fit's in-cache bandwidth"
         peak_col.append(math.nan if peak is None else peak * spec.scale)
         source_col.append(peaks.get("source", "") if peak is not None else "")
-        above_col.append(bool(above))
-    out["peak"], out["peak_source"], out["above_peak"] = peak_col, source_col, above_col
+        above_col.append(bool(why))
+        why_col.append(why)
+    out["peak"], out["peak_source"], out["above_peak"], out["impossible"] = peak_col, source_col, above_col, why_col
     out["identified"] = out["identified"] & ~out["above_peak"]
     return out

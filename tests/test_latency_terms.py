@@ -134,3 +134,12 @@ def test_peaks_are_found_beside_a_machines_runs_and_measured_ones_win(tmp_path):
     assert peaks_for(found, "vm", "cpu")["flops_per_s"] == 1e11
     assert peaks_for(found, "other", "cuda", "NVIDIA H100 80GB HBM3")["flops_per_s"] == 67e12
     assert peaks_for(found, "other", "cpu") == {}
+
+
+def test_a_single_bandwidth_is_bounded_by_streaming_and_the_reason_is_given():
+    # the H100 eager fit's one bandwidth, 4.26 TB/s, serves sizes far out of its 50 MB L2
+    table = check_parameters(_parameters(bytes_per_s=4.26e12), spec_sheet_peaks("NVIDIA H100 80GB HBM3"))
+    row = table.iloc[0]
+    assert row.above_peak and "above the device's peak" in row.impossible and row.peak == pytest.approx(3350)
+    inverted = check_parameters(_parameters(cache_bytes_per_s=1e9, dram_bytes_per_s=1e12), {}).set_index("param")
+    assert "in-cache" in inverted.loc["dram_bytes_per_s", "impossible"]

@@ -202,7 +202,7 @@ def _print_series(fits, fit) -> None:
     if table["peak"].notna().any():
         print(f"    {'':<46s} {'value':>10s} {'unit':<8s} {'interval':<22s} {'peak':>8s}")
     for row in table.itertuples():
-        flag = ("  ABOVE THE DEVICE'S PEAK: not a physical value" if row.above_peak else
+        flag = (f"  IMPOSSIBLE, {row.impossible.split(' (')[0]}: not a physical value" if row.above_peak else
                 "  at its bound: not identified by these data" if row.at_bound else
                 "  interval over two decades: not identified by these data" if not row.identified else "")
         peak = f" {_number(row.peak):>8s}" if math.isfinite(row.peak) else f" {'':>8s}"
