@@ -40,7 +40,7 @@ from .latency_models import AXES, MODELS, PARAMS, evaluate, features, fit_parame
 from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
 from .statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, check_frame, cv_folds, cv_summary, frame_features, held_out_predictions,
-                         heldout_predictions, split_heldout)
+                         heldout_predictions, leave_one_out_log_errors, split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -142,7 +142,7 @@ class SeriesFit:
     bytes_per_element: int
     points: pd.DataFrame  # d_model, n_layers, batch_size, latency_s (of `statistic`) of the fitted points
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
-    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / held-out prediction)
+    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / leave-one-size-out prediction)
     bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
     noise_floor_pct: float = np.nan  # mean |one round / combined value - 1| (%), points with >= 2 rounds
     noise_floor_points: int = 0  # how many points that mean is over
@@ -171,7 +171,9 @@ class SeriesFit:
 
     def prediction_interval_s(self, d_model, n_layers, batch_size) -> tuple:
         """(low, high) where a new measurement may fall: the prediction scaled by the ``level``
-        percentiles of the chosen model's held-out errors (NaN without cross-validation)."""
+        percentiles of the chosen model's errors on each size left out in turn
+        (:func:`crossover.validation.leave_one_out_log_errors`; NaN without them). Within the
+        conditions of the fitted run: a later run on a shared machine moves by its noise floor too."""
         if not len(self.cv_log_errors):
             return np.nan, np.nan
         tail = 50 * (1 - self.level)
@@ -305,14 +307,16 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
 
 def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
               n_boot: int = 200, max_held_out_fraction: float = 0.5, statistic: str = DEFAULT_STATISTIC,
-              chosen: Optional[str] = None) -> list:
+              chosen: Optional[str] = None, refits: bool = True) -> list:
     """The least-squares fits :func:`fit_series` runs on the rows of one series, in order, each as its
     expected cost (for an ETA): every CV fold of every candidate (:func:`crossover.validation.cv_folds`),
-    the chosen model's fit, then its ``n_boot`` bootstrap refits.
+    the chosen model's fit, then its refits leaving out one size at a time, then its ``n_boot``
+    bootstrap refits.
 
     A fit's cost is its parameters times the starts it tries (a refit starts once, from the fit).
     Before cross-validation the chosen model is unknown: the mean over the candidates stands in for
-    it unless ``chosen`` names it. Arguments as in :func:`fit_series`.
+    it unless ``chosen`` names it; ``refits=False`` leaves out the leave-one-size-out refits.
+    Arguments as in :func:`fit_series`.
 
     Returns
     -------
@@ -329,7 +333,7 @@ def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axe
     costs = [cost(m) for m in models for _ in cv_folds(frame, m, axes, max_held_out_fraction)]
     final = [chosen] if chosen else list(models)
     costs.append(float(np.mean([cost(m) for m in final])))
-    costs += [float(np.mean([cost(m, 1) for m in final]))] * n_boot
+    costs += [float(np.mean([cost(m, 1) for m in final]))] * ((len(frame) if refits else 0) + n_boot)
     return costs
 
 
@@ -348,8 +352,8 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
     model = min(scored, key=scores.get) if scored else models[0]
     theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale)
     tell("fit", model)
-    chosen = predictions[list(models).index(model)]
-    log_errors = np.log(chosen["measured_s"] / chosen["predicted_s"]).to_numpy() if len(chosen) else np.empty(0)
+    log_errors = leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale,
+                                          on_fit=lambda: tell("loo", model))
     draws = None
     if n_boot > 0:
         rng = np.random.default_rng(seed)
@@ -429,9 +433,9 @@ def _on_fit(bar, label, rows, models, planning, later):
     def on_fit(stage, model):
         bar.update(f"{label}: {stage} {model}")
         if stage == "fit":
-            n_boot = planning["n_boot"]
             costs = fit_costs(rows, models, **planning, chosen=model)
-            bar.replan(costs[len(costs) - n_boot:] + later)
+            left = len(costs) - len(fit_costs(rows, models, **dict(planning, n_boot=0, refits=False), chosen=model))
+            bar.replan(costs[len(costs) - left:] + later)
     return on_fit
 
 

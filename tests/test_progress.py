@@ -12,7 +12,8 @@ from crossover import progress as P
 from crossover import sweep
 from crossover.cli import main
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.fitting import fit_costs, fit_results
+from crossover.fitting import fit_costs, fit_results, one_row_per_size
+from crossover.validation import check_frame, split_heldout
 from crossover.measurement import ConfigError
 from crossover.progress import Progress, progress_bar, wants_progress
 from crossover.results import load_results
@@ -140,10 +141,13 @@ def test_a_fit_reports_every_least_squares_fit_it_planned(tmp_path, monkeypatch)
     assert bar.planned == fit_costs(frame, ["affine", "roofline"], **options)
     assert len(bar.updates) == len(bar.planned) and bar.closed  # one step per fit, none missed or extra
     stages = [text.split(": ")[1].split()[0] for text in bar.updates]
-    assert stages == ["cv"] * (len(bar.planned) - 8) + ["fit"] + ["bootstrap"] * 7
+    n_sizes = stages.count("loo")  # one refit per fitted size, for the prediction interval
+    assert n_sizes == len(one_row_per_size(split_heldout(check_frame(frame, "p10"))[0]))
+    assert stages == ["cv"] * (len(bar.planned) - 8 - n_sizes) + ["fit"] + ["loo"] * n_sizes + ["bootstrap"] * 7
     chosen = bar.updates[-1].split()[-1]
-    # once the model is chosen, the 7 refits left cost what that model's refits cost; then nothing is left
-    assert bar.plans[0] == fit_costs(frame, [chosen], **options, chosen=chosen)[-7:] and bar.plans[-1] == []
+    # once the model is chosen, the refits left cost what that model's refits cost; then nothing is left
+    left = n_sizes + 7
+    assert bar.plans[0] == fit_costs(frame, [chosen], **options, chosen=chosen)[-left:] and bar.plans[-1] == []
     # the second time the fit comes from the cache: no fit to report, and its work leaves the plan
     fit_results(frame, ["affine", "roofline"], progress=progress, **options)
     assert bars[1].updates == [] and bars[1].plans == [[]] and bars[1].closed
@@ -153,7 +157,8 @@ def test_costs_follow_the_work_of_each_model():
     frame = load_results(QUICK, raw=True)
     one = fit_costs(frame, ["affine"], n_boot=3)
     two = fit_costs(frame, ["affine", "roofline+cache"], n_boot=3)
-    assert len(two) == 2 * len(one) - 4  # the folds of both candidates, one fit, 3 refits
+    n_sizes = len(one_row_per_size(split_heldout(check_frame(frame, "p10"))[0]))
+    assert len(two) == 2 * len(one) - 4 - n_sizes  # the folds of both, one fit, a refit per size, 3 refits
     assert max(two) > max(one)  # more parameters and starts cost more
     assert one[-3:] == [2.0] * 3  # an affine refit: 2 parameters, 1 start
 
