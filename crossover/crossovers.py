@@ -310,10 +310,11 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         ``devices``: one object per device with ``device``, ``machine``, ``series``, ``model``,
         ``latency_s``, its confidence interval ``latency_low_s``/``latency_high_s`` (bootstrap of the
         fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
-        held-out errors: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
+        errors on each size left out in turn: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
         (outside the measured range), ``id`` (the series by its fields, :func:`crossover.fitting.series_id`,
         beside its label ``series``) and ``transfer_s``/``transfer_included`` (see below); ``winner``
-        (series label) and ``winner_id``, ``speedup`` (runner-up latency / winner latency), and
+        (series label) and ``winner_id``, ``speedup`` (``rival`` latency / winner latency; ``rival``, ``rival_id``: the fastest series
+        of the other kind of device, or the runner-up when all are of one kind), and
         ``crossover``: the batch size where the winner and the fastest series of the other kind of
         device (CPU against GPU; the runner-up if all are of one kind) swap, with interval (``None``
         with fewer than two devices). The crossover is along ``axis`` (default ``batch_size``;
@@ -347,13 +348,16 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
                      key=lambda item: item["latency_s"])
     result = dict(config, workload=workload, mode=mode, dtype=dtype, regime=regime, transfer=transfer, along=axis,
                   devices=devices, winner=devices[0]["series"], winner_id=devices[0]["id"], speedup=None,
+                  rival=None, rival_id=None,
                   crossover=None, crossovers=[])
     if len(devices) > 1:
-        result["speedup"] = devices[1]["latency_s"] / devices[0]["latency_s"]
-        # The crossover that matters is CPU against GPU: the winner against the fastest series of the
-        # other kind of device (the runner-up when every series is of one kind).
+        # The comparison that matters is CPU against GPU: the winner against the fastest series of the
+        # other kind of device (the runner-up when every series is of one kind), for the speed-up and
+        # the crossover alike.
         kind = lambda item: item["device"].split(":")[0]  # noqa: E731
         rival = next((item for item in devices[1:] if kind(item) != kind(devices[0])), devices[1])
+        result["speedup"] = rival["latency_s"] / devices[0]["latency_s"]
+        result["rival"], result["rival_id"] = rival["series"], rival["id"]
 
         def solve(a: str, b: str) -> dict:
             c = crossover(fits[a], fits[b], axis, **config, x_range=batch_range)

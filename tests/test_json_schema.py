@@ -135,3 +135,14 @@ def test_fit_json_is_versioned_and_names_series_and_skipped_ones_by_their_fields
     assert {s["series"] for s in data["skipped_series"]} == set(data["skipped"])
     for s in data["skipped_series"]:
         assert list(s["id"]) == list(SERIES_KEYS) and s["reason"] == data["skipped"][s["series"]]
+
+
+def test_the_winners_lead_is_over_the_fastest_device_of_the_other_kind(along):
+    # the shipped results hold two CPUs and one GPU: a CPU winner's lead is over the GPU, not the other CPU
+    data = along["batch_size"]
+    devices = {d["series"]: d for d in data["devices"]}
+    winner, rival = devices[data["winner"]], devices[data["rival"]]
+    assert winner["device"] == "cpu" and rival["device"] == "cuda"
+    assert data["rival_id"] == rival["id"]
+    assert data["speedup"] == pytest.approx(rival["latency_s"] / winner["latency_s"])
+    assert set(data["crossover"]["between"]) == {data["winner"], data["rival"]}

@@ -313,14 +313,14 @@ def _cmd_predict(args) -> int:
         print(f"  {item['series']:<32s} {item['latency_s'] * 1e3:10.4g} ms  "
               f"CI [{_number(item['latency_low_s'] * 1e3)}, {_number(item['latency_high_s'] * 1e3)}]  "
               f"PI [{_number(item['prediction_low_s'] * 1e3)}, {_number(item['prediction_high_s'] * 1e3)}]  "
-              f"model {item['model']}, held-out MAPE {_number(item['cv_mape_pct'])}%{note}")
-    print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement may land, from the "
-          "held-out errors)")
+              f"model {item['model']}, grouped-CV MAPE {_number(item['cv_mape_pct'])}%{note}")
+    print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
+          "conditions may land, from the errors on each measured size left out in turn)")
     if result["speedup"] is None:
         print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
         _print_noise_floors(result["noise_floors"])
         return 0
-    print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['devices'][1]['series']}")
+    print(f"winner: {result['winner']}, {result['speedup']:.3g}x faster than {result['rival']}")
     for c in [result["crossover"]] + [c for c in result["crossovers"] if c["between"] != result["crossover"]["between"]]:
         low, high = c["range"]
         axis = c["axis"].replace("_", " ")
