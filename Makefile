@@ -1,6 +1,7 @@
 # crossover: set-up, the main job, the tests.
 #   make demo   set up, then: environment, one measurement, the quick suite on this machine (~1 min),
-#               a fit of it, a prediction and every figure from the shipped reference data
+#               a fit of it, a prediction of this CPU against the shipped H100, every figure from the
+#               shipped reference data
 #   make test   set up, then the test suite
 #   make figures    every figure from the shipped results into figures/ (~50 s, no GPU)
 #   make paper      figures, then paper/generated/numbers.tex, then paper/paper.pdf (needs latexmk)
@@ -32,7 +33,7 @@ demo: setup
 	$(BIN)/crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
 	$(BIN)/crossover fit --results $(OUT) --n-boot 50
-	$(BIN)/crossover predict --d-model 320 --n-layers 24 --batch-size 12 --n-boot 50
+	$(BIN)/crossover predict --results $(OUT) experiments/results/nvidia-h100-80gb-hbm3-16c --d-model 320 --n-layers 24 --batch-size 12 --n-boot 50
 	$(BIN)/crossover figures --results experiments/results --out $(OUT)/figures
 
 quick: setup

@@ -17,6 +17,7 @@ from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, po
                    print_json)
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
 from ..statistics import DEFAULT_STATISTIC, STATISTICS
+from ..units import format_range, format_seconds
 from ..study import N_BOOT
 
 __all__ = ["add_fit", "add_predict", "FIT_SCHEMA", "PREDICT_SCHEMA"]
@@ -185,6 +186,17 @@ def _series_json(fits, fit) -> dict:
                 accuracy=fit.cv.to_dict("records"))
 
 
+def _print_table(rows: list) -> None:
+    """Rows of text cells as a table: a header, columns as wide as their widest cell (text left,
+    the latency right), two spaces between."""
+    columns = [c for c in rows[0] if any(r[c] for r in rows)]
+    width = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    align = lambda c, text: text.rjust(width[c]) if c == "latency" else text.ljust(width[c])  # noqa: E731
+    print("  " + "  ".join(align(c, c) for c in columns).rstrip())
+    for r in rows:
+        print("  " + "  ".join(align(c, r[c]) for c in columns).rstrip())
+
+
 def _number(value) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
@@ -308,12 +320,12 @@ def _cmd_predict(args) -> int:
     statistic = STATISTICS[args.statistic].label
     print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
           f"({', '.join(wanted.values())}; latency = {statistic})")
-    for item in result["devices"]:
-        note = "  [outside the measured range]" if item["extrapolated"] else ""
-        print(f"  {item['series']:<32s} {item['latency_s'] * 1e3:10.4g} ms  "
-              f"CI [{_number(item['latency_low_s'] * 1e3)}, {_number(item['latency_high_s'] * 1e3)}]  "
-              f"PI [{_number(item['prediction_low_s'] * 1e3)}, {_number(item['prediction_high_s'] * 1e3)}]  "
-              f"model {item['model']}, grouped-CV MAPE {_number(item['cv_mape_pct'])}%{note}")
+    _print_table([dict(series=item["series"], latency=format_seconds(item["latency_s"]),
+                       CI=format_range(item["latency_low_s"], item["latency_high_s"], "s"),
+                       PI=format_range(item["prediction_low_s"], item["prediction_high_s"], "s"),
+                       model=item["model"], cv_mape=f"{_number(item['cv_mape_pct'])}%",
+                       note="outside the measured range" if item["extrapolated"] else "")
+                  for item in result["devices"]])
     print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
           "conditions may land, from the errors on each measured size left out in turn)")
     if result["speedup"] is None:
