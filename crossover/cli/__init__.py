@@ -16,14 +16,15 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import analysis, compare, figures, measure, peaks
+from . import analysis, compare, export, figures, measure, peaks, user_model
 from .args import EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
 
 #: Every subcommand, in the order ``crossover --help`` lists them.
 COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise, peaks.add_peaks,
-            analysis.add_fit, analysis.add_predict, compare.add_compare, figures.add_figures, figures.add_diagram)
+            user_model.add_calibrate, analysis.add_fit, analysis.add_predict, compare.add_compare, export.add_export,
+            figures.add_figures, figures.add_diagram)
 
 
 def build_parser() -> argparse.ArgumentParser:
