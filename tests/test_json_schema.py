@@ -146,3 +146,13 @@ def test_the_winners_lead_is_over_the_fastest_device_of_the_other_kind(along):
     assert data["rival_id"] == rival["id"]
     assert data["speedup"] == pytest.approx(rival["latency_s"] / winner["latency_s"])
     assert set(data["crossover"]["between"]) == {data["winner"], data["rival"]}
+
+
+def test_every_device_lists_the_parameters_its_data_do_not_pin_down(along):
+    for data in along.values():
+        for device in data["devices"]:
+            assert isinstance(device["unidentified_parameters"], list)
+            assert set(device["impossible_parameters"]) <= set(device["unidentified_parameters"])
+    # the H100's single fitted bandwidth is above HBM3's 3.35 TB/s (its spec sheet) in a roofline fit
+    cuda = next(d for d in along["batch_size"]["devices"] if d["device"] == "cuda")
+    assert cuda["model"] != "roofline" or "bytes_per_s" in cuda["impossible_parameters"]

@@ -312,6 +312,10 @@ def _cmd_predict(args) -> int:
     _add_paired_rounds(args, fits, result, frame)
     result["noise_floors"] = _noise_floors(args)
     result["decisions"] = _decisions(args, fits, result)
+    for item in result["devices"]:
+        table = _parameters(fits, fits[item["series"]])
+        item["unidentified_parameters"] = [row.param for row in table.itertuples() if not row.identified]
+        item["impossible_parameters"] = [row.param for row in table.itertuples() if row.above_peak]
     if args.json:
         print_json({"schema": PREDICT_SCHEMA, "results": [str(p) for p in args.results], **result})
         return 0
@@ -328,6 +332,12 @@ def _cmd_predict(args) -> int:
                   for item in result["devices"]])
     print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
           "conditions may land, from the errors on each measured size left out in turn)")
+    for item in result["devices"]:
+        labels = dict(zip(*(_parameters(fits, fits[item["series"]])[c] for c in ("param", "label"))))
+        unknown = [labels[p] + (" (impossible)" if p in item["impossible_parameters"] else "")
+                   for p in item["unidentified_parameters"]]
+        if unknown:
+            print(f"  {item['series']}: not identified by its data (see crossover fit): {', '.join(unknown)}")
     if result["speedup"] is None:
         print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
         _print_noise_floors(result["noise_floors"])
