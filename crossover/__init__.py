@@ -56,6 +56,13 @@ _EXPORTS = {
     "TraceError": "errors",
     "trace_module": "trace",
     "trace_batches": "trace",
+    "predict_module": "module_predict",
+    "measure_module": "module_measure",
+    "Profile": "profiles",
+    "load_profile": "profiles",
+    "synthetic_profile": "profiles",
+    "run_calibration": "calibrate",
+    "load_factory": "user_model",
 }
 
 __all__ = ["__version__", *_EXPORTS]

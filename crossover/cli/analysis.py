@@ -270,7 +270,9 @@ def add_predict(sub) -> None:
             "of the other kind (CPU against GPU) cross along --along (default the batch size), with a "
             "bootstrap confidence interval; then every other CPU's crossover against the GPU."
         ),
-        epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json",
+        epilog="example: crossover predict --d-model 768 --n-layers 12 --batch-size 8 --json; your own model: "
+               "crossover predict --model experiments/zoo/mnist_mlp.py:model --input-shape 1,28,28 "
+               "--batch-size 1,8,64,512",
     )
     p.add_argument("--d-model", type=positive_int, help="layer width (the toy model; required without --model)")
     p.add_argument("--n-layers", type=positive_int, help="residual blocks (the toy model; required without --model)")

@@ -25,6 +25,7 @@ __all__ = [
     "non_negative_int",
     "positive_float",
     "positive_int",
+    "positive_int_list",
     "print_json",
 ]
 
@@ -61,6 +62,19 @@ def _number(text: str, convert, accept, what: str):
 def positive_int(text: str) -> int:
     """An integer above 0 (a size, a count)."""
     return _number(text, int, lambda v: v > 0, "a positive integer")
+
+
+def positive_int_list(text: str) -> tuple:
+    """One positive integer or several separated by commas (``"1,8,64"``), as a tuple."""
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        values = tuple(int(part) for part in parts)
+    except ValueError:
+        values = ()
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be a positive integer or positive integers separated by commas, "
+                                         f"got {text!r}")
+    return values
 
 
 def non_negative_int(text: str) -> int:

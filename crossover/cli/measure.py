@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..units import format_quantity, format_range, format_seconds
 from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
-                   print_json)
+                   positive_int_list, print_json)
+from .user_model import add_model_options, batch_sizes, cmd_measure_model
 
 __all__ = ["add_measure", "add_sweep", "add_noise", "add_env"]
 
@@ -31,7 +32,8 @@ def add_measure(sub) -> None:
     )
     p.add_argument("--d-model", type=positive_int, default=128, help="layer width (default 128)")
     p.add_argument("--n-layers", type=positive_int, default=128, help="residual blocks (default 128)")
-    p.add_argument("--batch-size", type=positive_int, default=1, help="samples per step (default 1)")
+    p.add_argument("--batch-size", type=positive_int_list, default=(1,),
+                   help="samples per step (default 1); with --model a list too, e.g. 1,8,64,512")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="where to run (default cpu)")
     p.add_argument("--workload", default="forward", choices=WORKLOADS,
                    help="forward (inference) or train (forward + loss + backward + SGD step)")
@@ -55,6 +57,9 @@ def add_measure(sub) -> None:
                         "before or while timing; without it the result carries a warning")
     p.add_argument("--raw", action="store_true", help="include the raw per-repeat times in --json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_model_options(p)
+    p.add_argument("--rounds", type=positive_int, default=10,
+                   help="with --model: interleaved rounds over the batch sizes (default 10)")
     p.set_defaults(func=_cmd_measure)
 
 
@@ -62,10 +67,12 @@ def _cmd_measure(args) -> int:
     from ..measurement import Config, measure
     from ..timing import TimerOptions
 
+    if args.model:
+        return cmd_measure_model(args)
     config = Config(
         d_model=args.d_model,
         n_layers=args.n_layers,
-        batch_size=args.batch_size,
+        batch_size=batch_sizes(args, single=True)[0],
         device=args.device,
         workload=args.workload,
         mode=args.mode,

@@ -1,0 +1,249 @@
+"""The user's-model subcommands: ``crossover calibrate``, and the ``--model`` modes of ``measure`` and
+``predict``.
+
+``measure --model FILE.py:FACTORY`` and ``predict --model ...`` switch those subcommands from the toy
+model to the user's own (:mod:`crossover.user_model`): :func:`add_model_options` adds the options to
+their parsers, and their commands hand over to :func:`cmd_measure_model` and :func:`cmd_predict_model`
+when ``--model`` is given. Errors are one line and exit status 2 (a missing file or factory, a
+factory that returns no module, an input shape the model rejects, a missing profile).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..units import format_seconds
+from .args import UsageError, non_negative_int, positive_int, print_json
+
+__all__ = ["add_model_options", "add_calibrate", "cmd_measure_model", "cmd_predict_model", "batch_sizes",
+           "PREDICT_MODEL_SCHEMA", "MEASURE_MODEL_SCHEMA"]
+
+PREDICT_MODEL_SCHEMA = {"name": "crossover.predict_model", "version": 1}
+MEASURE_MODEL_SCHEMA = {"name": "crossover.measure_model", "version": 1}
+
+
+def add_model_options(p) -> None:
+    """``--model``, ``--input-shape`` and ``--input-dtype`` (for ``measure`` and ``predict``)."""
+    p.add_argument("--model", metavar="FILE.py:FACTORY",
+                   help="your own model: a callable in a Python file that returns an nn.Module (switches from "
+                        "the toy model; --batch-size may then be a list, e.g. 1,8,64,512)")
+    p.add_argument("--input-shape", metavar="DIMS", help="with --model: one sample's shape, e.g. 3,32,32 (the batch "
+                                                         "dimension is added)")
+    p.add_argument("--input-dtype", default="float32", metavar="DTYPE",
+                   help="with --model: the input's dtype (default float32; long for token ids)")
+
+
+def batch_sizes(args, *, single: bool) -> tuple:
+    """``--batch-size`` as a tuple; with ``single`` (the toy model) exactly one value."""
+    sizes = tuple(args.batch_size)
+    if single and len(sizes) != 1:
+        raise UsageError(f"--batch-size takes one value without --model, got {','.join(map(str, sizes))}")
+    return sizes
+
+
+def _model_and_shape(args):
+    from ..user_model import build_model, input_dtype, parse_input_shape
+
+    if not args.input_shape:
+        raise UsageError("--model needs --input-shape (one sample's shape, e.g. 3,32,32)")
+    shape = parse_input_shape(args.input_shape)
+    dtype = input_dtype(args.input_dtype)
+    return build_model(args.model), shape, dtype
+
+
+def _check_traces(model, shape, dtype, batch_size: int, workload: str) -> None:
+    """Raise the trace's one-line error (naming the layer) when the model rejects the input."""
+    import torch
+
+    from ..errors import TraceError
+    from ..module_predict import model_mode
+    from ..trace import trace_module
+
+    example = torch.empty((batch_size, *shape), dtype=dtype, device="meta")
+    try:
+        with model_mode(model, workload == "train"):
+            trace_module(model, example, workload)
+    except TraceError as error:
+        from ..module_measure import example_input
+
+        try:  # the model may run where tracing cannot (a data-dependent op): then measure it anyway
+            with torch.no_grad():
+                model(example_input(shape, batch_size, dtype=dtype))
+        except Exception:
+            raise error from None
+
+
+# ------------------------------------------------------------------------------------- measure
+def cmd_measure_model(args) -> int:
+    """``crossover measure --model``: time the user's model at each batch size, in interleaved rounds."""
+    import sys
+
+    from ..busy import check_machine
+    from ..env import cpu_model_name, cuda_available, usable_cores
+    from ..errors import ConfigError
+    from ..measurement import _num_threads
+    from ..module_measure import measure_module
+    from ..progress import Progress
+
+    for name, default in (("mode", "eager"), ("dtype", "float32"), ("transfer", "device"), ("regime", "latency")):
+        if getattr(args, name) != default:
+            raise UsageError(f"--{name} {getattr(args, name)} is not supported with --model")
+    if args.profile or args.raw:
+        raise UsageError("--profile and --raw are not supported with --model")
+    if args.device == "cuda" and not cuda_available():
+        raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
+    model, shape, dtype = _model_and_shape(args)
+    sizes = batch_sizes(args, single=False)
+    _check_traces(model, shape, dtype, sizes[0], args.workload)
+    before = check_machine((args.threads or usable_cores()) if args.device == "cpu" else 1)
+    if args.strict and before.busy:
+        from ..errors import BusyMachineError
+
+        raise BusyMachineError(f"refusing to measure (--strict): {before.warnings[0]}")
+    bar = Progress(args.rounds * len(sizes), enabled=not args.json and sys.stderr.isatty())
+    with _num_threads(args.threads) as threads:
+        frame = measure_module(model, shape, sizes, device=args.device, workload=args.workload, dtype=dtype,
+                               rounds=args.rounds, on_progress=bar.update)
+    bar.close()
+    device_name = cpu_model_name() if args.device == "cpu" else _gpu_name()
+    points = frame.drop(columns=["elapsed_s"]).to_dict("records")
+    if args.json:
+        print_json({"schema": MEASURE_MODEL_SCHEMA, "model": args.model, "input_shape": list(shape),
+                    "input_dtype": args.input_dtype, "workload": args.workload, "device": args.device,
+                    "device_name": device_name, "threads": threads, "rounds": args.rounds, "statistic": "p10",
+                    "points": points, "warnings": list(before.warnings)})
+        return 0
+    print(f"{args.device} ({device_name}), {threads} threads: {args.model}, input {'x'.join(map(str, shape))}, "
+          f"{args.workload}; {args.rounds} interleaved rounds, latency = 10th percentile of the repeats")
+    for row in points:
+        print(f"  batch_size={row['batch_size']:<6d} latency {format_seconds(row['latency_s'], 4):>10s}  "
+              f"(median {format_seconds(row['median_s'], 4)}, {row['n_repeats']} repeats, "
+              f"round-to-round {row['spread_rel']:.1%})")
+    for warning in before.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+# ------------------------------------------------------------------------------------- predict
+def cmd_predict_model(args) -> int:
+    """``crossover predict --model``: predicted latency per calibrated device, the crossover, what dominates."""
+    import sys
+    import warnings
+
+    from ..module_predict import predict_module
+    from ..profiles import load_profiles
+
+    model, shape, dtype = _model_and_shape(args)
+    sizes = batch_sizes(args, single=False)
+    profiles = load_profiles(args.profiles)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reported below, once
+        frame = predict_module(model, sample_shape=shape, batch_sizes=sizes, profiles=profiles,
+                               workload=args.workload, input_dtype=dtype, transfer=args.transfer_input, warn=False)
+    notes = list(dict.fromkeys(w for ws in frame["warnings"] for w in ws))
+    if args.json:
+        print_json({"schema": PREDICT_MODEL_SCHEMA, "model": args.model, "input_shape": list(shape),
+                    "input_dtype": args.input_dtype, "workload": args.workload,
+                    "profiles": [p.path for p in profiles], "devices": frame.to_dict("records"),
+                    "crossover": frame.attrs["crossover"], "crossovers": frame.attrs["crossovers"], "warnings": notes})
+        return 0
+    print(f"{args.model}, input {'x'.join(map(str, shape))}, {args.workload}: predicted from the calibration profiles")
+    for row in frame.itertuples():
+        top = ", ".join(f"{op['op'].replace('aten.', '').replace('.default', '')} {op['share']:.0%}"
+                        for op in row.top_ops[:3])
+        print(f"  {row.profile:<28s} batch {row.batch_size:<6d} {format_seconds(row.latency_s, 3):>9s} "
+              f"[{format_seconds(row.latency_low_s)}, {format_seconds(row.latency_high_s)}]  {row.bound}-bound "
+              f"(launch {row.launch_share:.0%}, memory {row.memory_share:.0%}, compute {row.compute_share:.0%}); "
+              f"top: {top}")
+    for c in frame.attrs["crossovers"]:
+        a, b = c["between"]
+        if c["at"] is None:
+            print(f"crossover {a} vs {b}: none from batch {c['range'][0]} to {c['range'][1]}; "
+                  f"{c['winner_everywhere']} is faster throughout")
+        else:
+            span = (f" [{c['low']:.0f}, {c['high']:.0f}]" if c["low"] is not None and c["high"] is not None else "")
+            print(f"crossover {a} vs {b}: batch ~{c['at']:.0f}{span}: {c['winner_below']} below, "
+                  f"{c['winner_above']} above")
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return 0
+
+
+def add_predict_model_options(p) -> None:
+    """Options ``predict --model`` adds beyond :func:`add_model_options`."""
+    p.add_argument("--profiles", type=Path, nargs="+", metavar="DIR",
+                   help="with --model: calibration profiles (directories written by 'crossover calibrate'); "
+                        "default: the shipped ones in experiments/profiles")
+    p.add_argument("--transfer-input", action="store_true",
+                   help="with --model: add the input's host-to-device copy on GPU profiles")
+
+
+# ----------------------------------------------------------------------------------- calibrate
+def add_calibrate(sub) -> None:
+    """Register ``crossover calibrate``."""
+    p = sub.add_parser(
+        "calibrate",
+        help="measure a device's per-op costs into a profile (for predict --model)",
+        description=(
+            "Time the primitives a model's step is made of (dispatch, views, module calls, autograd and "
+            "optimizer overheads, matrix products over a grid of sizes with weights in and out of the "
+            "last-level cache, convolutions, elementwise ops and reductions from 1K to 16M elements, "
+            "attention; on CUDA also synchronisation and host-to-device copies) and the whole steps of two "
+            "small reference models (which calibrate what composing ops costs beyond their sum) in "
+            "shuffled interleaved rounds with a drift reference, and write DIR/calibration.csv and "
+            "DIR/profile.json."
+        ),
+        epilog="example: crossover calibrate --device cpu --out experiments/profiles/amd-epyc-2c --quick",
+    )
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to calibrate (default cpu)")
+    p.add_argument("--out", type=Path, required=True, help="directory for profile.json and calibration.csv")
+    plan = p.add_mutually_exclusive_group()
+    plan.add_argument("--quick", action="store_true", help="coarser grids and 4 rounds: about a minute on 2 cores "
+                                                           "(default: the full plan, 12 rounds, several minutes)")
+    plan.add_argument("--smoke", action="store_true", help="a few seconds, to check the installation (too coarse "
+                                                           "to predict with)")
+    p.add_argument("--rounds", type=positive_int, help="rounds instead of the plan's")
+    p.add_argument("--threads", type=non_negative_int, default=0, help="CPU threads (default 0: torch's default)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seeds the rounds' orders (default 0)")
+    p.add_argument("--machine", help="machine label (default: from the CPU/GPU name)")
+    p.add_argument("--force", action="store_true", help="overwrite a profile already in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.set_defaults(func=_cmd_calibrate)
+
+
+def _cmd_calibrate(args) -> int:
+    import dataclasses
+    import sys
+
+    from ..calibrate import run_calibration
+    from ..calibration_plan import PLANS, points
+    from ..progress import Progress, wants_progress
+
+    plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
+    if args.rounds:
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    total = plan.rounds * (len(points(plan, args.device)) + 1)
+    bar = Progress(total, enabled=wants_progress(quiet=args.quiet or args.json))
+    profile = run_calibration(args.device, args.out, plan=plan, seed=args.seed, threads=args.threads,
+                              machine=args.machine, force=args.force, on_progress=bar.update)
+    bar.close()
+    if args.json:
+        print_json(profile.to_json())
+        return 0
+    o = profile.overheads
+    print(f"{profile.label}: {plan.name} calibration, {plan.rounds} rounds, {profile.threads} threads, "
+          f"in {format_seconds(profile.meta['elapsed_s'])} -> {args.out / 'profile.json'}")
+    print(f"  dispatch {format_seconds(o['dispatch_s'])}, view {format_seconds(o['view_s'])}, module call "
+          f"{format_seconds(o['module_call_s'])}; peak {profile.peak_flop_rate / 1e9:.1f} GFLOP/s, "
+          f"{profile.peak_bandwidth / 1e9:.1f} GB/s; noise floor {profile.noise_floor_rel:.1%}")
+    if profile.meta.get("drifted_rounds"):
+        print(f"  rounds left out (drift reference > 25% above its quiet level): {profile.meta['drifted_rounds']}",
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,108 @@
+"""crossover calibrate: a tiny calibration writes a readable profile; overheads are derived as documented."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from crossover.calibrate import build_profile, read_calibration, run_calibration
+from crossover.calibration_plan import PLANS, llc_bytes, make_step, points
+from crossover.profiles import load_profile
+from test_cli import assert_clean_error
+
+
+@pytest.fixture
+def cli(capsys):
+    """``crossover ARGS`` in this process (faster than a subprocess): returncode, stdout, stderr."""
+    from types import SimpleNamespace
+
+    from crossover.cli import main
+
+    def run(*args):
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=status, stdout=out, stderr=err)
+
+    return run
+
+TINY = dataclasses.replace(PLANS["smoke"], rounds=2, conv_batches=(1,), sizes=(2**10,), elementwise_ops=("add",))
+
+
+def test_tiny_calibration_writes_a_readable_profile(tmp_path):
+    profile = run_calibration("cpu", tmp_path / "p", plan=TINY, machine="tiny")
+    loaded = load_profile(tmp_path / "p")
+    assert loaded.machine == "tiny" and loaded.device == "cpu" and loaded.meta["plan"] == "smoke"
+    assert loaded.overheads == pytest.approx(profile.overheads)
+    assert loaded.overheads["dispatch_s"] > 0 and loaded.overheads["view_s"] > 0
+    assert set(loaded.curves) >= {"elementwise", "reduction", "attention"}
+    assert loaded.grids["matmul"].m == (1, 16) and loaded.grids["matmul"].kn == (256, 4096)
+    assert set(loaded.grids) == {"matmul", "matmul_cold", "conv", "conv_backward"} and "pool" in loaded.curves
+    assert loaded.grids["conv"].m == (64,) and loaded.grids["conv"].kn == (36, 72)  # 1 image of 8 × 8
+    assert loaded.llc_bytes == llc_bytes() and loaded.meta["environment"]["cpu_model"]
+    rows = read_calibration(tmp_path / "p")
+    assert {r["round"] for r in rows} == {0, 1} and sum(r["reference"] for r in rows) == 2
+    assert len(rows) == 2 * (len(points(TINY)) + 1)
+    rebuilt = build_profile(rows, device="cpu", machine="tiny", llc=loaded.llc_bytes)
+    assert rebuilt.overheads == pytest.approx(loaded.overheads)
+    with pytest.raises(Exception, match="already holds a profile"):
+        run_calibration("cpu", tmp_path / "p", plan=TINY)
+
+
+def _row(name, seconds, *, n=0, family="overhead", m=0, k=0, x=0.0, cold=False, round_=0, reference=False):
+    return dict(round=round_, sequence=0, reference=reference, key=f"{family}/{name}/{m}x{k}x{n}/{cold}/{x}",
+                family=family, name=name, m=m, k=k, n=k if family == "matmul" else n, x=x, cold=cold, shape="",
+                median_s=seconds,
+                calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
+
+
+def test_overheads_are_derived_from_the_chains():
+    us = 1e-6
+    rows = [_row("dispatch", 1 * us), _row("view", 0.5 * us), _row("module_call", 0.8 * us),
+            # no_grad chains: 1 µs per multiplication; recording adds 0.5 µs per op
+            _row("chain_nograd", 1.2 * us, n=1), _row("chain_nograd", 17.2 * us, n=17),
+            _row("chain_grad", 1.7 * us, n=1), _row("chain_grad", 25.7 * us, n=17),
+            # backward: 30 µs per call, 1 µs (its mul) + 2 µs (the engine) per op, + sum and ones_like (1 µs each)
+            _row("chain_train", 1.7 * us + 30 * us + 3 * us + 2 * us, n=1),
+            _row("chain_train", 25.7 * us + 30 * us + 17 * 3 * us + 2 * us, n=17),
+            # SGD: 10 µs per step, 1 µs (add_) + 0.5 µs per parameter
+            _row("sgd", 11.5 * us, n=1), _row("sgd", 10 * us + 16 * 1.5 * us, n=16)]
+    rows += [_row("addmm", 1e-6 * m * k / 64, family="matmul", m=m, k=k, x=2.0 * m * k * k) for m in (1, 64)
+             for k in (8, 64)]
+    rows += [_row("add", 1e-6 + x / 1e10, family="elementwise", x=x) for x in (1e3, 1e6)]
+    profile = build_profile(rows, device="cpu", machine="m")
+    o = profile.overheads
+    assert o["dispatch_s"] == pytest.approx(us) and o["view_s"] == pytest.approx(0.5 * us)
+    assert o["grad_record_s"] == pytest.approx(0.5 * us)
+    assert o["backward_op_s"] == pytest.approx(2 * us) and o["backward_call_s"] == pytest.approx(30 * us)
+    assert o["optimizer_param_s"] == pytest.approx(0.5 * us) and o["optimizer_step_s"] == pytest.approx(10 * us)
+    assert profile.grids["matmul"](64, 64 * 64) == pytest.approx(64e-6)
+    assert profile.peak_bandwidth == pytest.approx(1e6 / (1e-6 + 1e6 / 1e10))
+
+
+def test_drifted_rounds_are_left_out():
+    base = [_row(n, 1e-6, n=c) for n, c in (("dispatch", 0), ("view", 0), ("module_call", 0))]
+    base += [_row(f"chain_{m}", 1e-6 * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
+    base += [_row("sgd", 1e-6 * c, n=c) for c in (1, 16)] + [_row("addmm", 1e-6, family="matmul", m=1, k=8, x=128.0)]
+    quiet = [dict(r, round=0) for r in base] + [_row("reference", 1e-3, family="reference", reference=True)]
+    slow = [dict(r, round=1, raw_times_s="5e-7;5e-7;5e-7") for r in base]  # fast values in a slow round...
+    slow += [_row("reference", 2e-3, family="reference", reference=True, round_=1)]  # ...which drifted
+    steady = [dict(r, round=2) for r in base] + [_row("reference", 1e-3, family="reference", reference=True, round_=2)]
+    profile = build_profile(quiet + slow + steady, device="cpu", machine="m")
+    assert profile.meta["drifted_rounds"] == [1] and profile.overheads["dispatch_s"] == pytest.approx(1e-6)
+    assert profile.noise_floor_rel == pytest.approx(1 / 3)
+
+
+def test_every_primitive_builds_and_runs():
+    for point in points(TINY):
+        make_step(point, "cpu", llc=2**16)()
+
+
+def test_calibrate_cli(cli, tmp_path):
+    out = tmp_path / "cal"
+    result = cli("calibrate", "--smoke", "--rounds", 1, "--out", out, "--quiet", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["schema"]["name"] == "crossover.profile" and (out / "profile.json").is_file()
+    assert_clean_error(cli("calibrate", "--smoke", "--out", out), "already holds a profile")
+    if not torch.cuda.is_available():
+        assert_clean_error(cli("calibrate", "--device", "cuda", "--out", tmp_path / "gpu"), "CUDA is not available")

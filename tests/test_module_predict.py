@@ -1,0 +1,180 @@
+"""crossover.module_predict and crossover.op_costs: predictions compose as they should on synthetic profiles."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import crossover
+from crossover.model import ResidualMLP
+from crossover.module_predict import module_crossover, predict_module
+from crossover.op_costs import attention_flops, op_cost
+from crossover.profiles import Curve, Grid, Profile, isotonic, load_profile, synthetic_profile, write_profile
+from crossover.trace import trace_module
+
+US = 1e-6
+
+
+def mnist_mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def launches(model, shape, workload="forward"):
+    model.train(workload == "train")
+    table = trace_module(model, torch.empty(shape, device="meta"), workload)
+    return int(table["launches"].sum()), int((table["launches"] == 0).sum())
+
+
+@pytest.mark.parametrize("workload", ["forward", "train"])
+def test_dispatch_only_profile_costs_dispatch_times_launches(workload):
+    profile = synthetic_profile(dispatch_s=10 * US)  # infinite FLOP rate and bandwidth, no other overheads
+    for batch in (1, 64):
+        frame = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(batch,), profiles=[profile],
+                               workload=workload)
+        n, _ = launches(mnist_mlp(), (batch, 1, 28, 28), workload)
+        assert frame["latency_s"].iloc[0] == pytest.approx(10 * US * n, rel=1e-9)
+        assert frame["launches"].iloc[0] == n
+        assert frame["bound"].iloc[0] == "launch" and frame["launch_share"].iloc[0] == pytest.approx(1.0)
+
+
+def test_views_module_calls_and_training_overheads_add_up():
+    profile = synthetic_profile(dispatch_s=10 * US, view_s=1 * US, module_call_s=2 * US)
+    n, views = launches(mnist_mlp(), (8, 1, 28, 28))
+    frame = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(8,), profiles=[profile])
+    # Sequential, Flatten, Linear, ReLU, Linear: five module calls
+    assert frame["latency_s"].iloc[0] == pytest.approx(10 * US * n + 1 * US * views + 2 * US * 5, rel=1e-9)
+    train = synthetic_profile(dispatch_s=10 * US, optimizer_step_s=7 * US, optimizer_param_s=3 * US,
+                              backward_call_s=5 * US)
+    n_train, _ = launches(mnist_mlp(), (8, 1, 28, 28), "train")
+    frame = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(8,), profiles=[train], workload="train")
+    assert frame["latency_s"].iloc[0] == pytest.approx(10 * US * n_train + 5 * US + 7 * US + 4 * 3 * US, rel=1e-9)
+
+
+def test_bandwidth_and_flop_rate_compose_per_op():
+    profile = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10, bandwidth=1e9)
+    relu = {"op": "aten.relu.default", "kind": "elementwise", "input_shapes": ((1000,),), "output_shapes": ((1000,),),
+            "flops": 0, "bytes_read": 4000, "bytes_written": 4000, "launches": 1}
+    assert op_cost(profile, relu).host_s == pytest.approx(1 * US + 8000 / 1e9)
+    mm = {"op": "aten.mm.default", "kind": "matmul", "input_shapes": ((64, 256), (256, 512)),
+          "output_shapes": ((64, 512),), "flops": 2 * 64 * 256 * 512, "bytes_read": 0, "bytes_written": 0,
+          "launches": 1}
+    assert op_cost(profile, mm).host_s == pytest.approx(1 * US + 2 * 64 * 256 * 512 / 1e10, rel=1e-6)
+    assert op_cost(profile, mm).compute_s == pytest.approx(2 * 64 * 256 * 512 / 1e10, rel=1e-6)
+    assert op_cost(profile, relu).compute_s == 0 and op_cost(profile, relu).floor_s == pytest.approx(1 * US)
+    frame = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(1024,), profiles=[profile])
+    shares = frame.iloc[0][["launch_share", "memory_share", "compute_share"]]
+    assert shares.sum() == pytest.approx(1.0) and frame["bound"].iloc[0] == "compute" and shares["memory_share"] > 0
+    view = dict(relu, kind="view", launches=0)
+    assert op_cost(profile, view).host_s == 0 and op_cost(profile, view).family == "view"
+
+
+def test_matmul_grid_recovers_a_power_law_and_scales_past_it():
+    def law(m, kn):
+        return 3e-6 * m**0.7 * kn**0.9
+
+    m, kn = (1, 4, 16, 64, 256, 1024), (256, 4096, 65536, 2**20)
+    grid = Grid(m, kn, tuple(tuple(law(a, b) for b in kn) for a in m))
+    for a, b in [(2, 1000), (37, 12345), (700, 500000), (1, 256), (1024, 2**20)]:
+        assert grid(a, b) == pytest.approx(law(a, b), rel=1e-9)
+    # beyond the grid the extra FLOPs run at the edge's rate: twice the rows, twice the time there
+    edge = law(1024, 2**20)
+    assert grid(2048, 2**20) == pytest.approx(2 * edge, rel=1e-9)
+    assert grid(1, 16) == pytest.approx(law(1, 256))  # below: the floor
+
+
+def test_curve_fit_is_monotone_and_interpolates_log_log():
+    assert list(isotonic([1, 3, 2, 4])) == [1, 2.5, 2.5, 4]
+    x = [1e3, 1e4, 1e5, 1e6]
+    curve = Curve.fit(x, [2e-6, 1e-6, 3e-5, 3e-4])  # a noisy dip at 1e4 is pooled away
+    assert all(b >= a for a, b in zip(curve.time_s, curve.time_s[1:]))
+    power = Curve(tuple(x), tuple(1e-9 * v**0.8 for v in x))
+    assert power(31622.0) == pytest.approx(1e-9 * 31622.0**0.8, rel=1e-9)
+    assert power(10.0) == power.time_s[0]  # the dispatch floor below the smallest size
+    assert power(2e6) == pytest.approx(2 * power.time_s[-1], rel=1e-9)
+
+
+def test_uncovered_ops_are_predicted_with_a_warning_naming_them():
+    profile = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10, bandwidth=1e9)
+    row = {"op": "aten.frobnicate.default", "kind": "other", "input_shapes": ((10,),), "output_shapes": ((10,),),
+           "flops": 0, "bytes_read": 4e6, "bytes_written": 0, "launches": 1}
+    cost = op_cost(profile, row)
+    assert cost.family == "generic" and "aten.frobnicate.default" in cost.warning
+    assert cost.host_s == pytest.approx(4e6 / 1e9)
+
+    class Sorter(nn.Module):
+        def forward(self, x):
+            return torch.sort(x, dim=-1).values
+
+    with pytest.warns(UserWarning, match="aten.sort"):
+        frame = predict_module(Sorter(), sample_shape=(16,), batch_sizes=(2,), profiles=[profile])
+    assert any("aten.sort" in w for w in frame["warnings"].iloc[0])
+
+
+def test_fused_transformer_layer_costs_its_kernels():
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, batch_first=True)
+    frame = predict_module(layer, sample_shape=(16, 64), batch_sizes=(2,),
+                           profiles=[synthetic_profile(dispatch_s=10 * US)])
+    # the fast path's one op runs 4 projections, 5 attention kernels, 2 adds, 2 layer norms and a ReLU
+    assert frame["launches"].iloc[0] == 14 and frame["latency_s"].iloc[0] == pytest.approx(140 * US)
+    assert not frame["warnings"].iloc[0]
+    assert attention_flops("sdpa", [(2, 4, 16, 16)] * 3) == 2 * 2 * 4 * 16 * 16 * 32
+
+
+def test_gpu_step_is_max_of_host_and_device_plus_sync():
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=20 * US, module_call_s=1 * US)
+    n, _ = launches(mnist_mlp(), (4, 1, 28, 28))
+    row = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(4,), profiles=[gpu]).iloc[0]
+    assert row["host_s"] == pytest.approx(n * 5 * US + 5 * US)  # launches + 5 module calls
+    assert row["device_s"] == pytest.approx(n * 5 * US)
+    assert row["latency_s"] == pytest.approx(max(row["host_s"], row["device_s"]) + 20 * US)
+    slow = synthetic_profile("cuda", dispatch_s=5 * US, flop_rate=1e9, sync_s=20 * US)
+    row = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(4,), profiles=[slow]).iloc[0]
+    assert row["device_s"] > row["host_s"] and row["latency_s"] == pytest.approx(row["device_s"] + 20 * US)
+
+
+def test_crossover_between_a_cpu_and_a_gpu():
+    cpu = synthetic_profile("cpu", dispatch_s=2 * US, flop_rate=2e10, machine="laptop")
+    gpu = synthetic_profile("cuda", dispatch_s=8 * US, flop_rate=1e13, sync_s=30 * US, machine="server")
+    sizes = (1, 8, 64, 512, 4096)
+    frame = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=sizes, profiles=[cpu, gpu])
+    c = frame.attrs["crossover"]
+    assert c == frame.attrs["crossovers"][0] and c["between"] == ["laptop/cpu", "server/cuda"]
+    assert c["winner_below"] == "laptop/cpu" and c["winner_above"] == "server/cuda"
+    assert 1 < c["at"] < 4096 and c["low"] <= c["at"] <= c["high"]
+    # brute force: the CPU still wins just below the interpolated crossing, the GPU just above it
+    for batch, winner in ((math.floor(c["at"] / 1.05), "laptop/cpu"), (math.ceil(c["at"] * 1.05), "server/cuda")):
+        times = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(batch,), profiles=[cpu, gpu])
+        assert times.set_index("profile")["latency_s"].idxmin() == winner
+    coarse = module_crossover(frame, "laptop/cpu", "server/cuda")  # from the requested sizes only
+    assert 1 < coarse["at"] < 8 and coarse["winner_below"] == c["winner_below"]
+    never = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(1, 2), profiles=[cpu, gpu])
+    assert never.attrs["crossover"]["at"] is None and never.attrs["crossover"]["winner_everywhere"] == "laptop/cpu"
+
+
+def test_cold_weights_use_the_cold_grid():
+    hot = Grid((1.0, 1024.0), (1.0, 2.0**20), ((1e-6, 1e-6), (1e-6, 1e-6)), rate=math.inf)
+    cold = Grid((1.0, 1024.0), (1.0, 2.0**20), ((9e-6, 9e-6), (9e-6, 9e-6)), rate=math.inf)
+    base = synthetic_profile(dispatch_s=1 * US)
+    profile = Profile(device="cpu", machine="m", overheads=base.overheads, grids={"matmul": hot, "matmul_cold": cold},
+                      curves=base.curves, llc_bytes=10**6)
+    small = predict_module(nn.Linear(64, 64), sample_shape=(64,), batch_sizes=(1,), profiles=[profile]).iloc[0]
+    big = predict_module(nn.Linear(1024, 1024), sample_shape=(1024,), batch_sizes=(1,), profiles=[profile]).iloc[0]
+    assert small["weights"] == "hot" and small["latency_s"] == pytest.approx(1 * US)
+    assert big["weights"] == "cold" and big["latency_s"] == pytest.approx(9 * US)
+
+
+def test_interval_mode_restored_and_api(tmp_path):
+    profile = synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e9)
+    profile = Profile(**{**profile.__dict__, "noise_floor_rel": 0.07, "spread_rel": {"matmul": 0.2}})
+    write_profile(tmp_path, profile)
+    loaded = load_profile(tmp_path)
+    assert loaded.noise_floor_rel == 0.07 and loaded.grids["matmul"].m == profile.grids["matmul"].m
+    model = ResidualMLP(64, 4).train()
+    frame = crossover.predict_module(model, torch.randn(8, 64), profiles=[tmp_path])
+    row = frame.iloc[0]
+    assert row["batch_size"] == 8 and model.training  # the trace ran in eval mode, the mode is restored
+    r = (row["latency_high_s"] - row["latency_s"]) / row["latency_s"]
+    assert 0.07 <= r <= 0.2 + 1e-12 and row["latency_low_s"] == pytest.approx(row["latency_s"] * (1 - r))
+    assert row["top_ops"][0]["kind"] == "matmul" and np.isclose(sum(row["kind_shares"].values()), 1.0)

@@ -1,0 +1,133 @@
+"""The user's model: loading a factory, and measure/predict --model, bad input included (exit 2, one line)."""
+
+import json
+
+import pytest
+from torch import nn
+
+from conftest import ROOT
+from crossover.errors import ConfigError
+from crossover.profiles import synthetic_profile, write_profile
+from crossover.user_model import build_model, input_dtype, load_factory, parse_input_shape
+from test_cli import assert_clean_error
+
+
+@pytest.fixture
+def cli(capsys):
+    """``crossover ARGS`` in this process (faster than a subprocess): returncode, stdout, stderr."""
+    from types import SimpleNamespace
+
+    from crossover.cli import main
+
+    def run(*args):
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=status, stdout=out, stderr=err)
+
+    return run
+
+MNIST = ROOT / "experiments" / "zoo" / "mnist_mlp.py"
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("from torch import nn\n\ndef model():\n    return nn.Linear(4, 2)\n\n"
+                    "def not_a_module():\n    return 42\n\nvalue = 3\n\ndef broken():\n    raise KeyError('x')\n")
+    return path
+
+
+@pytest.fixture
+def profile_dir(tmp_path):
+    out = tmp_path / "profile"
+    out.mkdir()
+    write_profile(out, synthetic_profile(dispatch_s=3e-6, flop_rate=1e10, bandwidth=1e10, machine="mine"))
+    return out
+
+
+def test_load_factory_and_build(model_file):
+    factory = load_factory(f"{model_file}:model")
+    assert isinstance(factory(), nn.Linear)
+    assert isinstance(build_model(f"{model_file}:model"), nn.Module)
+    assert parse_input_shape("3,32,32") == (3, 32, 32) and parse_input_shape(" 784 ") == (784,)
+    assert str(input_dtype("long")) == "torch.int64" and str(input_dtype()) == "torch.float32"
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("{dir}/missing.py:model", "does not exist"),
+    ("{dir}:model", "not a .py file"),
+    ("{file}:nothing", "has no factory 'nothing'"),
+    ("{file}:value", "is not callable"),
+    ("{file}:not_a_module", "returned int, not a torch.nn.Module"),
+    ("{file}:broken", "KeyError"),
+    ("{file}", "FILE.py:FACTORY"),
+])
+def test_bad_factories_are_one_line_config_errors(model_file, spec, fragment):
+    with pytest.raises(ConfigError, match=fragment) as info:
+        build_model(spec.format(dir=model_file.parent, file=model_file))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["", "3,,2", "a,b", "0,3", "-1"])
+def test_bad_shapes(text):
+    with pytest.raises(ConfigError, match="input-shape"):
+        parse_input_shape(text)
+
+
+def test_predict_model_json(cli, profile_dir):
+    result = cli("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
+                 "--profiles", profile_dir, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [d["batch_size"] for d in data["devices"]] == [1, 8] and data["crossover"] is None
+    assert all(d["device"] == "cpu" and d["latency_s"] > 0 for d in data["devices"])
+    assert data["devices"][1]["latency_s"] > data["devices"][0]["latency_s"]
+    human = cli("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "8",
+                "--profiles", profile_dir, "--workload", "train")
+    assert human.returncode == 0 and "mine/cpu" in human.stdout and "bound" in human.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--model", "{tmp}/missing.py:model", "--input-shape", "4"], "does not exist"),
+    (["--model", "{file}:nothing", "--input-shape", "4"], "has no factory"),
+    (["--model", "{file}:not_a_module", "--input-shape", "4"], "not a torch.nn.Module"),
+    (["--model", f"{MNIST}:model", "--input-shape", "3,32,32"], "module '1' (Linear)"),
+    (["--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--profiles", "{tmp}/nowhere"], "does not exist"),
+    (["--model", f"{MNIST}:model"], "--input-shape"),
+    (["--model", f"{MNIST}:model", "--input-shape", "1,x"], "input-shape"),
+    (["--batch-size", "1,8", "--d-model", "8", "--n-layers", "2"], "one value without --model"),
+    (["--batch-size", "1"], "--d-model and --n-layers"),
+])
+def test_predict_bad_input_exits_2_with_one_line(cli, model_file, profile_dir, args, fragment):
+    args = [a.format(tmp=model_file.parent, file=model_file) for a in args]
+    if "--profiles" not in args and "--model" in args:
+        args += ["--profiles", str(profile_dir)]
+    if "--batch-size" not in args:
+        args += ["--batch-size", "2"]
+    assert_clean_error(cli("predict", *args), fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--model", "{file}:nothing", "--input-shape", "4"], "has no factory"),
+    (["--model", f"{MNIST}:model", "--input-shape", "3,32,32"], "module '1' (Linear)"),
+    (["--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--mode", "compile"], "not supported with --model"),
+    (["--batch-size", "1,2"], "one value without --model"),
+    (["--batch-size", "1,0"], "positive integer"),
+])
+def test_measure_bad_input_exits_2_with_one_line(cli, model_file, args, fragment):
+    args = [a.format(file=model_file) for a in args]
+    assert_clean_error(cli("measure", *args), fragment)
+
+
+@pytest.mark.parametrize("workload", ["forward", "train"])
+def test_measure_model_mnist_mlp(cli, workload):
+    result = cli("measure", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
+                 "--workload", workload, "--rounds", 2, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["device"] == "cpu" and data["workload"] == workload and data["rounds"] == 2
+    points = {p["batch_size"]: p for p in data["points"]}
+    assert set(points) == {1, 8}
+    for point in points.values():
+        assert point["device"] == "cpu" and 0 < point["latency_s"] <= point["median_s"]
+        assert point["n_repeats"] >= 2 * 3  # two rounds of at least 3 repeats
