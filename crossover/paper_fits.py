@@ -30,6 +30,7 @@ PARAM_NAMES = {
     "cache_bytes_per_s": "CacheBandwidth", "dram_bytes_per_s": "DramBandwidth", "cache_bytes": "CacheSize",
     "small_bytes_per_s": "SmallBandwidth", "large_bytes_per_s": "LargeBandwidth", "ramp_bytes": "RampSize",
     "act_bytes_per_s": "ActBandwidth", "batch_half": "BatchHalf", "smooth_p": "OverlapP",
+    "pack_bytes_per_s": "PackBandwidth", "width_half": "WidthHalf", "kernel_s": "KernelTime",
 }
 #: Parameter names as LaTeX text (``crossover.analysis.PARAMS`` labels hold non-ASCII characters).
 PARAM_LABELS = {
@@ -38,7 +39,8 @@ PARAM_LABELS = {
     "cache_bytes": "cache size (bandwidth midpoint)", "small_bytes_per_s": "bandwidth, small layers",
     "large_bytes_per_s": "bandwidth, large layers", "ramp_bytes": "layer size (bandwidth midpoint)",
     "act_bytes_per_s": "activation bandwidth", "batch_half": "Hockney $n_{1/2}$ (batch of half the rate)",
-    "smooth_p": "overlap exponent $p$",
+    "smooth_p": "overlap exponent $p$", "pack_bytes_per_s": "weight-packing rate",
+    "width_half": "width of half the compute rate", "kernel_s": "per-layer device time (async launches)",
 }
 AXIS_NAMES = {"d_model": "DModel", "n_layers": "NLayers", "batch_size": "Batch"}
 
