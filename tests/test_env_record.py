@@ -5,8 +5,8 @@ what a sweep stores in metadata.json (old metadata without the new fields still 
 import collections
 import json
 import math
-import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -219,7 +219,7 @@ def test_a_sweep_records_the_new_fields_beside_old_runs(tmp_path, monkeypatch, n
     from crossover.sweep import run_suite
 
     old = ROOT / "experiments" / "results" / "amd-epyc-2c" / "quick" / "metadata.json"
-    shutil.copy(old, tmp_path / "metadata.json")  # written before these fields existed
+    _write_without_new_fields(old, tmp_path / "metadata.json")  # as written before these fields existed
     old_runs = load_metadata(tmp_path)["runs"]
     assert all("thread_env" not in run for run in old_runs.values())
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
@@ -232,9 +232,23 @@ def test_a_sweep_records_the_new_fields_beside_old_runs(tmp_path, monkeypatch, n
     assert {"cpu_freq_mhz", "cpu_governor", "cgroup_cpu_quota_cores"} <= set(new[0])
 
 
+#: The environment fields added to metadata.json after the first schema-2 runs.
+NEW_FIELDS = ("thread_env", "torch_build", "cpu_freq_mhz", "cpu_freq_max_mhz", "cpu_freq_source", "cpu_governor",
+              "cgroup_cpu_quota_cores")
+
+
+def _write_without_new_fields(source, target):
+    """``source`` metadata.json with :data:`NEW_FIELDS` taken out of every run, written to ``target``."""
+    data = json.loads(Path(source).read_text())
+    for run in data["runs"].values():
+        for name in NEW_FIELDS:
+            run.pop(name, None)
+    Path(target).write_text(json.dumps(data))
+
+
 def test_old_metadata_without_the_new_fields_is_still_compared_and_extended(tmp_path, no_collect_env):
     old = ROOT / "experiments" / "results" / "amd-epyc-2c" / "quick" / "metadata.json"
-    shutil.copy(old, tmp_path / "metadata.json")
+    _write_without_new_fields(old, tmp_path / "metadata.json")
     recorded = next(iter(load_metadata(tmp_path)["runs"].values()))
     now = {**recorded, "thread_env": {}, "cpu_governor": None, "torch_build": {"os": "stub"}}
     check_same_environment(tmp_path, now)  # the new fields are absent there: not compared, no error
