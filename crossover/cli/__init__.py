@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crossover",
         description=(
             "Measure, model and predict where the CPU stops beating the GPU for a residual-MLP toy "
-            "model. Start with 'crossover measure --help' or 'crossover sweep --help'."
+            "model or your own nn.Module. Start with 'crossover measure --help' or 'crossover sweep "
+            "--help'; for your model, 'crossover predict --model FILE.py:FACTORY --input-shape ...'."
         ),
     )
     parser.add_argument("--version", action="version", version=f"crossover {__version__}")

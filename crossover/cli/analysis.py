@@ -263,7 +263,7 @@ def add_predict(sub) -> None:
 
     p = sub.add_parser(
         "predict",
-        help="predict latency on every device, the winner, and the crossover batch size",
+        help="predict latency on every device, the winner, and the crossover batch size (toy or --model)",
         description=(
             "Predict the latency of one configuration on every device in the results (with an "
             "interval), which device wins and by how much, and where the winner and the fastest device "

@@ -26,7 +26,7 @@ def add_measure(sub) -> None:
 
     p = sub.add_parser(
         "measure",
-        help="time one configuration of the toy model",
+        help="time one configuration of the toy model, or your own model (--model FILE.py:FACTORY)",
         description="Time one configuration of the residual-MLP toy model and print its statistics.",
         epilog="example: crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu --json",
     )
