@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from crossover.crossovers import empirical_crossover
+from crossover.crossovers import curve_crossings, empirical_crossover
 from crossover.fitting import fit_series, one_row_per_size
 from crossover.latency_models import PARAMS, evaluate, model_parameters
 from crossover.results import load_results
@@ -59,14 +59,9 @@ def fit_with_offsets(model: str, frame: pd.DataFrame, theta0):
 
 
 def crossing(cpu_s: np.ndarray, gpu_s: np.ndarray) -> float:
-    """First batch (log-interpolated) where the GPU becomes faster; NaN if it never does."""
-    diff = np.log(cpu_s) - np.log(gpu_s)
-    idx = np.flatnonzero((diff[:-1] < 0) & (diff[1:] >= 0))
-    if not len(idx):
-        return np.nan
-    i = idx[0]
-    w = -diff[i] / (diff[i + 1] - diff[i])
-    return float(np.exp(np.log(BATCHES[i]) + w * (np.log(BATCHES[i + 1]) - np.log(BATCHES[i]))))
+    """The first batch where the two curves over :data:`BATCHES` cross (NaN if they never do)."""
+    roots = curve_crossings(pd.Series(cpu_s, index=BATCHES), pd.Series(gpu_s, index=BATCHES))
+    return roots[0] if roots else np.nan
 
 
 def main(argv=None) -> int:

@@ -12,20 +12,6 @@ from crossover.profiles import load_profile
 from test_cli import assert_clean_error
 
 
-@pytest.fixture
-def cli(capsys):
-    """``crossover ARGS`` in this process (faster than a subprocess): returncode, stdout, stderr."""
-    from types import SimpleNamespace
-
-    from crossover.cli import main
-
-    def run(*args):
-        status = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=status, stdout=out, stderr=err)
-
-    return run
-
 TINY = dataclasses.replace(PLANS["smoke"], rounds=2, conv_batches=(1,), sizes=(2**10,), elementwise_ops=("add",))
 
 
@@ -98,11 +84,11 @@ def test_every_primitive_builds_and_runs():
         make_step(point, "cpu", llc=2**16)()
 
 
-def test_calibrate_cli(cli, tmp_path):
+def test_calibrate_cli(cli_in_process, tmp_path):
     out = tmp_path / "cal"
-    result = cli("calibrate", "--smoke", "--rounds", 1, "--out", out, "--quiet", "--json")
+    result = cli_in_process("calibrate", "--smoke", "--rounds", 1, "--out", out, "--quiet", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["schema"]["name"] == "crossover.profile" and (out / "profile.json").is_file()
-    assert_clean_error(cli("calibrate", "--smoke", "--out", out), "already holds a profile")
+    assert_clean_error(cli_in_process("calibrate", "--smoke", "--out", out), "already holds a profile")
     if not torch.cuda.is_available():
-        assert_clean_error(cli("calibrate", "--device", "cuda", "--out", tmp_path / "gpu"), "CUDA is not available")
+        assert_clean_error(cli_in_process("calibrate", "--device", "cuda", "--out", tmp_path / "gpu"), "CUDA is not available")

@@ -86,7 +86,7 @@ def test_width_half_slows_small_matrices():
 
 def test_serial_adds_compute_and_memory():
     X = features(np.array([512.0]), np.array([1.0]), np.array([64.0]))
-    theta = [0.0 + 1e-12, 1e-12, 100e9, 20e9]
+    theta = [1e-12, 1e-12, 100e9, 20e9]  # no step or layer overhead: compute and memory alone
     compute, memory = 2 * 64 * 512 * 512 / 100e9, (512 * 512 + 7 * 64 * 512) * 4 / 20e9
     assert float(evaluate("roofline+serial", theta, X)[0]) == pytest.approx(compute + memory, rel=1e-6)
     assert float(evaluate("roofline", theta, X)[0]) < compute + memory

@@ -12,20 +12,6 @@ from crossover.user_model import build_model, input_dtype, load_factory, parse_i
 from test_cli import assert_clean_error
 
 
-@pytest.fixture
-def cli(capsys):
-    """``crossover ARGS`` in this process (faster than a subprocess): returncode, stdout, stderr."""
-    from types import SimpleNamespace
-
-    from crossover.cli import main
-
-    def run(*args):
-        status = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return SimpleNamespace(returncode=status, stdout=out, stderr=err)
-
-    return run
-
 MNIST = ROOT / "experiments" / "zoo" / "mnist_mlp.py"
 
 
@@ -74,15 +60,15 @@ def test_bad_shapes(text):
         parse_input_shape(text)
 
 
-def test_predict_model_json(cli, profile_dir):
-    result = cli("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
+def test_predict_model_json(cli_in_process, profile_dir):
+    result = cli_in_process("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
                  "--profiles", profile_dir, "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert [d["batch_size"] for d in data["devices"]] == [1, 8] and data["crossover"] is None
     assert all(d["device"] == "cpu" and d["latency_s"] > 0 for d in data["devices"])
     assert data["devices"][1]["latency_s"] > data["devices"][0]["latency_s"]
-    human = cli("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "8",
+    human = cli_in_process("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "8",
                 "--profiles", profile_dir, "--workload", "train")
     assert human.returncode == 0 and "mine/cpu" in human.stdout and "bound" in human.stdout
 
@@ -98,13 +84,13 @@ def test_predict_model_json(cli, profile_dir):
     (["--batch-size", "1,8", "--d-model", "8", "--n-layers", "2"], "one value without --model"),
     (["--batch-size", "1"], "--d-model and --n-layers"),
 ])
-def test_predict_bad_input_exits_2_with_one_line(cli, model_file, profile_dir, args, fragment):
+def test_predict_bad_input_exits_2_with_one_line(cli_in_process, model_file, profile_dir, args, fragment):
     args = [a.format(tmp=model_file.parent, file=model_file) for a in args]
     if "--profiles" not in args and "--model" in args:
         args += ["--profiles", str(profile_dir)]
     if "--batch-size" not in args:
         args += ["--batch-size", "2"]
-    assert_clean_error(cli("predict", *args), fragment)
+    assert_clean_error(cli_in_process("predict", *args), fragment)
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -114,14 +100,14 @@ def test_predict_bad_input_exits_2_with_one_line(cli, model_file, profile_dir, a
     (["--batch-size", "1,2"], "one value without --model"),
     (["--batch-size", "1,0"], "positive integer"),
 ])
-def test_measure_bad_input_exits_2_with_one_line(cli, model_file, args, fragment):
+def test_measure_bad_input_exits_2_with_one_line(cli_in_process, model_file, args, fragment):
     args = [a.format(file=model_file) for a in args]
-    assert_clean_error(cli("measure", *args), fragment)
+    assert_clean_error(cli_in_process("measure", *args), fragment)
 
 
 @pytest.mark.parametrize("workload", ["forward", "train"])
-def test_measure_model_mnist_mlp(cli, workload):
-    result = cli("measure", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
+def test_measure_model_mnist_mlp(cli_in_process, workload):
+    result = cli_in_process("measure", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
                  "--workload", workload, "--rounds", 2, "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)

@@ -334,9 +334,10 @@ def _cmd_predict(args) -> int:
                   for item in result["devices"]])
     print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
           "conditions may land, from the errors on each measured size left out in turn)")
+    from ..latency_models import PARAMS
+
     for item in result["devices"]:
-        labels = dict(zip(*(_parameters(fits, fits[item["series"]])[c] for c in ("param", "label"))))
-        unknown = [labels[p] + (" (impossible)" if p in item["impossible_parameters"] else "")
+        unknown = [PARAMS[p].label + (" (impossible)" if p in item["impossible_parameters"] else "")
                    for p in item["unidentified_parameters"]]
         if unknown:
             print(f"  {item['series']}: not identified by its data (see crossover fit): {', '.join(unknown)}")
