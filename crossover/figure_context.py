@@ -186,7 +186,7 @@ def load_context(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
             if len(rows) >= 8:
                 # the model grouped CV chooses, as `crossover fit` and `crossover predict` use, seeded
                 # by the label (series_seed, as every entry point seeds it), so the paper quotes these draws
-                fits[series] = A.fit_series(rows, tuple(A.MODELS), n_boot=study.N_BOOT, seed=A.series_seed(series),
+                fits[series] = A.fit_series(rows, None, n_boot=study.N_BOOT, seed=A.series_seed(series),
                                             label=series, statistic=study.PAPER_STATISTIC)
                 pair.append(fits[series])
     cpu, gpu = pair if len(pair) == 2 else (None, None)

@@ -5,7 +5,8 @@ workload/mode/dtype/regime/transfer/thread setting); every series gets its own f
 (:func:`fit_series`, or :func:`fit_results` for every series of a results frame). A fit reads each
 point's latency from one statistic (:mod:`crossover.statistics`, the 10th percentile by default)
 into ``latency_s``, cross-validates the candidate models (:mod:`crossover.validation`), keeps the
-one with the lowest held-out error and bootstraps its parameters.
+one with the lowest held-out error on interior folds (:func:`crossover.validation.selection_score`) and bootstraps its
+parameters.
 
 Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
 (each point's measured time is replaced by the fitted time times a log residual drawn with
@@ -36,11 +37,13 @@ import pandas as pd
 from . import fit_cache
 from .choices import BYTES_PER_ELEMENT
 from .errors import AnalysisError
-from .latency_models import AXES, MODELS, PARAMS, evaluate, features, fit_parameters, model_parameters
+from .latency_models import (AXES, MODELS, PARAMS, default_models, evaluate, features, fit_parameters,
+                             model_parameters, upper_bounds)
 from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
+from .fit_bootstrap import bootstrap_draws
 from .statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, check_frame, cv_folds, cv_summary, frame_features, held_out_predictions,
-                         heldout_predictions, leave_one_out_log_errors, split_heldout)
+                         heldout_predictions, leave_one_out_log_errors, selection_score, split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -111,22 +114,6 @@ def _series_key(row) -> tuple:
     return tuple(-1 if k == "threads" and pd.isna(row[k]) else row[k] for k in SERIES_KEYS)
 
 
-def _raw_samples(frame: pd.DataFrame, quantile: float = 0.5) -> list:
-    """Per point, its raw repeats (at least two values, so scipy can resample every point).
-
-    The repeats are rescaled so that their ``quantile`` is the point's fitted latency: a point
-    measured in several rounds has ``median_s`` = the median of the rounds' medians, which is not
-    the median of its pooled repeats, and the bootstrap must resample around the estimate that was
-    fitted.
-    """
-    raw = frame["raw_times_s"] if "raw_times_s" in frame else [()] * len(frame)
-    samples = []
-    for values, latency in zip(raw, frame["latency_s"]):
-        values = np.asarray(values if len(values) >= 2 else (latency, latency), dtype=float)
-        samples.append(values * (latency / np.quantile(values, quantile)))
-    return samples
-
-
 # -------------------------------------------------------------------------------------- fits
 @dataclass
 class SeriesFit:
@@ -148,6 +135,7 @@ class SeriesFit:
     noise_floor_points: int = 0  # how many points that mean is over
     statistic: str = DEFAULT_STATISTIC  # what each point's latency is (see crossover.statistics)
     heldout: pd.DataFrame = field(default_factory=pd.DataFrame)  # predictions of held-out sizes (never fitted)
+    peaks: dict = field(default_factory=dict)  # the device's peaks that bounded the fit (crossover.peaks)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -184,12 +172,14 @@ class SeriesFit:
         """Parameters in display units with their bootstrap interval (percentile, ``level``).
 
         ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
-        (see ``PARAMS``); ``identified`` is False then, and also where the interval spans more than
+        (``PARAMS``, lowered to the device's peak where one bounds the parameter: a rate pressed against
+        the peak is the fit wanting more than the device can give); ``identified`` is False then, and also where the interval spans more than
         two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
         small to matter next to the rest, or a compute rate of a series whose points are all
         launch-bound), and its value and interval mean nothing physical.
         """
         rows = []
+        upper = upper_bounds(self.model, self.peaks)  # a rate held at the device's peak is on a bound too
         for i, name in enumerate(model_parameters(self.model)):
             spec = PARAMS[name]
             low = high = np.nan
@@ -197,7 +187,7 @@ class SeriesFit:
                 tail = 50 * (1 - self.level)
                 low, high = np.percentile(self.draws[:, i], [tail, 100 - tail]) * spec.scale
             value = self.params[i]
-            at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(spec.hi / value)) < 0.05)
+            at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(upper.get(name, spec.hi) / value)) < 0.05)
             wide = bool(np.isfinite(low) and np.isfinite(high) and low > 0 and high / low > 100)
             rows.append(dict(series=self.label, model=self.model, param=name, label=spec.label,
                              unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound,
@@ -228,11 +218,12 @@ class SeriesFit:
         return all(self.points[a].min() <= v <= self.points[a].max() for a, v in config.items())
 
 
-def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
+def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, axes: Sequence[str] = AXES,
                n_boot: int = 200, level: float = 0.95, seed=None, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = "residuals",
-               statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None) -> SeriesFit:
+               statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None,
+               peaks="auto") -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     A fit is computed once and reused (:mod:`crossover.fit_cache`): the same rows, options and
@@ -246,7 +237,8 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         Rows of one series (``load_results(..., raw=True)``; without ``raw_times_s`` there is no
         sampling noise to resample and intervals collapse to the point estimate).
     models : sequence of str
-        Candidates from :data:`MODELS`; the lowest mean grouped-CV MAPE over ``axes`` wins (with a
+        Candidates (default: :func:`crossover.latency_models.default_models` of the series' device);
+        the lowest :func:`crossover.validation.selection_score` wins (with a
         single candidate, CV is still computed for the report; ``axes=()`` skips it).
     n_boot : int
         Bootstrap resamples (0: no intervals).
@@ -273,6 +265,12 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
         ``on_fit(stage, model)`` after each least-squares fit (``stage``: ``"cv"`` for a fold,
         ``"fit"`` for the chosen model's fit, ``"bootstrap"`` for a resample): a progress bar (see
         :func:`fit_costs`). Not called for a fit taken from the cache; no part of the cache key.
+    peaks : "auto", dict or None
+        The device's peaks (SI): no fitted rate or bandwidth goes above the peak that bounds it
+        (:func:`crossover.latency_models.upper_bounds`). ``"auto"`` (default): the rows' own
+        (:func:`crossover.peaks.peaks_of_rows`: the ``peaks.json`` beside their results, else the
+        device's spec sheet), so every entry point bounds a series alike; None: only
+        :data:`crossover.latency_models.PARAMS`' wide bounds. Kept as ``SeriesFit.peaks``.
 
     Returns
     -------
@@ -282,8 +280,13 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
         raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
+    if isinstance(peaks, str) and peaks == "auto":
+        from .peaks import peaks_of_rows
+
+        peaks = peaks_of_rows(frame)
     frame, heldout = split_heldout(frame)
     frame = one_row_per_size(frame)
+    models = default_models(keys["device"]) if models is None else models
     if not models:
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
@@ -294,18 +297,19 @@ def fit_series(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, ax
     seed = series_seed(label) if seed is None else seed
     options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,
                    f_scale=f_scale, max_held_out_fraction=max_held_out_fraction, label=label, bootstrap=bootstrap,
-                   statistic=statistic)
+                   statistic=statistic, peaks=_peak_values(peaks))
     key = fit_cache.key_of(frame, keys, options) if cache and fit_cache.enabled() else None
     fit = fit_cache.load(key) if key else None
     if fit is None:
         fit = _fit_series(frame, keys, **options, on_fit=on_fit)
         if key:
             fit_cache.store(key, fit)
+    fit.peaks = dict(peaks or {})
     fit.heldout = heldout_predictions(fit, one_row_per_size(heldout) if len(heldout) else heldout)
     return fit
 
 
-def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axes: Sequence[str] = AXES,
+def fit_costs(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, axes: Sequence[str] = AXES,
               n_boot: int = 200, max_held_out_fraction: float = 0.5, statistic: str = DEFAULT_STATISTIC,
               chosen: Optional[str] = None, refits: bool = True) -> list:
     """The least-squares fits :func:`fit_series` runs on the rows of one series, in order, each as its
@@ -325,6 +329,7 @@ def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axe
     """
     frame = one_row_per_size(split_heldout(check_frame(frame, statistic))[0])
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    models = default_models(frame["device"].iloc[0]) if models is None else models
 
     def cost(model, starts=None):
         n_starts = len(starts_of(model, X, t)) if starts is None else starts
@@ -337,29 +342,34 @@ def fit_costs(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, axe
     return costs
 
 
+def _peak_values(peaks: Optional[dict]) -> dict:
+    """The numeric entries of ``peaks`` (what bounds a fit, so part of its cache key), sorted."""
+    return {k: float(v) for k, v in sorted((peaks or {}).items()) if isinstance(v, (int, float))}
+
+
 def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale, max_held_out_fraction, label,
-                bootstrap, statistic, on_fit=None) -> SeriesFit:
+                bootstrap, statistic, peaks, on_fit=None) -> SeriesFit:
     """:func:`fit_series` on checked rows, one per size, without the cache."""
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
     tell = on_fit or (lambda stage, model: None)
     deviations = frame["latency_deviation"].dropna()
     predictions = [held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale,
-                                        max_held_out_fraction=max_held_out_fraction,
+                                        max_held_out_fraction=max_held_out_fraction, peaks=peaks,
                                         on_fit=lambda m=m: tell("cv", m)) for m in models]
     cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
-    scores = {m: cv.loc[cv["model"] == m, "mape_pct"].mean() for m in models}
+    scores = {m: selection_score(cv, m) for m in models}
     scored = [m for m in models if np.isfinite(scores[m])]
     model = min(scored, key=scores.get) if scored else models[0]
-    theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale)
+    theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
     tell("fit", model)
-    log_errors = leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale,
+    log_errors = leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
                                           on_fit=lambda: tell("loo", model))
     draws = None
     if n_boot > 0:
         rng = np.random.default_rng(seed)
-        draws = _bootstrap(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
-                           n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale,
-                           on_refit=lambda: tell("bootstrap", model))
+        draws = bootstrap_draws(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
+                                n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale, peaks=peaks,
+                                on_refit=lambda: tell("bootstrap", model))
     return SeriesFit(key=keys, label=label, model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
@@ -367,36 +377,6 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
                      noise_floor_points=len(deviations), statistic=statistic,
                      points=frame[list(AXES) + ["latency_s"]].reset_index(drop=True), cv=cv,
                      cv_log_errors=log_errors)
-
-
-def _bootstrap(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, level, rng, loss, f_scale, on_refit):
-    """Bootstrap parameter draws (n_boot, n_params) of ``model`` fitted at ``theta`` (see the module
-    docstring): resampling the log residuals, or each point's raw repeats at ``quantile``;
-    ``on_refit()`` after each refit."""
-    if bootstrap == "residuals":
-        fitted = evaluate(model, theta, X)
-        residuals = np.log(t / fitted)
-        residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
-
-        def refit(resampled):
-            phi = np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale))
-            on_refit()
-            return phi
-
-        data = (residuals,)
-    else:
-        def refit(*samples):
-            latencies = np.array([np.quantile(s, quantile) for s in samples])
-            phi = np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale))
-            on_refit()
-            return phi
-
-        data = _raw_samples(frame, quantile)
-    from scipy import stats  # on use: scipy.stats takes ~0.5 s to import, and a cached fit never needs it
-
-    result = stats.bootstrap(data, refit, n_resamples=n_boot, vectorized=False, method="percentile",
-                             confidence_level=level, rng=rng)
-    return np.exp(np.atleast_2d(result.bootstrap_distribution).T)
 
 
 class Fits(dict):
@@ -439,7 +419,7 @@ def _on_fit(bar, label, rows, models, planning, later):
     return on_fit
 
 
-def fit_results(frame: pd.DataFrame, models: Sequence[str] = tuple(MODELS), *, min_points: int = 8,
+def fit_results(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, min_points: int = 8,
                 progress=None, seed: int = 0, **options) -> Fits:
     """Fit every series of a results frame.
 

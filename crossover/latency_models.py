@@ -38,13 +38,15 @@ layers, 12 GB/s for 4 MB ones), the measured shape of the streaming rate.
 
 ``F`` and ``M`` are the FLOPs and bytes of one layer (``2 B d²`` and ``(d² + 7 B d)·elt`` for a
 forward pass), ``L`` the number of layers, and ``smax(c, m) = (c^p + m^p)^(1/p)`` a smooth maximum
-(``p = SMOOTH_MAX_P`` unless fitted). :data:`MODELS` lists the default candidates; which one a series
-uses is chosen by grouped cross-validation (:mod:`crossover.fitting`), not by in-sample fit. ``gemm``
-is not among the default candidates: on the CPU it is real (the step from batch 1 to 2 shows in a
-back-to-back micro-benchmark) and lowers the CV error a little, but on the shipped H100 data it wins
-by absorbing the drift between two runs (its batch > 1 points were re-measured in a slower run than
-the batch-1 sweeps), which moves the fitted crossover away from the measured one. Ask for it with
-``models=`` / ``--models``.
+(``p = SMOOTH_MAX_P`` unless fitted). :func:`default_models` gives a device's candidates
+(:data:`MODELS`, and :data:`CPU_MODELS` for a CPU); which one a series uses is chosen by grouped
+cross-validation (:mod:`crossover.fitting`), not by in-sample fit. ``gemm`` alone is no default
+candidate: on the CPU it is real (the step from batch 1 to 2 shows in a back-to-back
+micro-benchmark), but on the shipped H100 data ``roofline+gemm`` wins by absorbing the drift between
+two runs (its batch > 1 points were re-measured in a slower run than the batch-1 sweeps), which
+moves the fitted crossover away from the measured one. It is one term of the CPU candidate, beside
+packing and in-cache activations, which a quick run measured in one sitting identifies. Ask for
+any model with ``models=`` / ``--models``.
 
 Pure computation on arrays; the series, cross-validation and bootstrap are :mod:`crossover.fitting`.
 """
@@ -63,13 +65,19 @@ from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
 
-__all__ = ["AXES", "PARAMS", "MODELS", "SMOOTH_MAX_P", "model_parameters", "step_counts", "features",
-           "evaluate", "model_latency_s", "fit_parameters"]
+__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS", "model_parameters", "step_counts",
+           "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds", "fit_parameters"]
 
 #: The sizes a latency model takes, in the order it takes them.
 AXES = ("d_model", "n_layers", "batch_size")
 SMOOTH_MAX_P = 3.0  # exponent of the smooth max of compute and memory time
-CACHE_WIDTH = 1.0  # width (natural-log units of weight bytes) of the in-cache -> DRAM transition
+#: Width (natural-log units of weight bytes) of the in-cache -> DRAM transition. On the VM (32 MB L3
+#: shared with its neighbours) the per-layer time of a batch-1 model is flat up to 8.4 MB of weights
+#: and at its out-of-cache value from 16.8 MB on, at every d_model measured (128, 256, 512): the
+#: transition spans less than a factor of 2. With 1.0 the logistic still gave a 47 MB model a third of
+#: the in-cache bandwidth, and missed (768, 20, 1) by -21% in two runs; 0.5 misses it by 2-4%
+#: (``experiments/bench_heldout.py``, runs of 30 short rounds).
+CACHE_WIDTH = 0.5
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,22 @@ PARAMS = {
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
 }
+#: Fitted parameter -> the device peak (a key of :func:`crossover.peaks.measure_peaks`' result) that
+#: bounds it: a compute rate by the best matrix-product rate; a bandwidth by the in-cache copy bandwidth
+#: (the fastest memory weights can be in), an out-of-cache one by the streaming bandwidth (see
+#: :func:`peak_kind`).
+PARAMETER_PEAKS = {
+    "flops_per_s": "flops_per_s",
+    "bytes_per_s": "cache_bytes_per_s",
+    "cache_bytes_per_s": "cache_bytes_per_s",
+    "act_bytes_per_s": "cache_bytes_per_s",
+    "small_bytes_per_s": "cache_bytes_per_s",
+    "large_bytes_per_s": "cache_bytes_per_s",
+    "pack_bytes_per_s": "cache_bytes_per_s",
+    "dram_bytes_per_s": "dram_bytes_per_s",
+}
+#: Out-of-cache bandwidths: bounded by the streaming bandwidth whenever a model also has an in-cache one.
+_OUT_OF_CACHE = ("dram_bytes_per_s", "small_bytes_per_s", "large_bytes_per_s")
 #: Extra parameters of each refinement of the roofline (model names join them with "+").
 _COMPONENTS = {
     "hockney": ("batch_half",),
@@ -156,6 +180,47 @@ MODELS = {name: model_parameters(name) for name in (
     "affine", "roofline", "roofline+hockney", "roofline+cache", "roofline+cache+hockney",
     "roofline+cache+ramp+hockney+pack",
 )}
+#: Candidates added for a CPU series (see :func:`default_models`): the matrix-matrix kernel's set-up
+#: and weight packing (``gemm``, ``pack``) are a CPU BLAS's, and activations small enough to stay in
+#: a CPU's cache between layers move at their own rate (``split``). On the VM this model misses
+#: held-out sizes by a median of 4-6.5% (worst 10-11%) against 6-8% (worst 22-24%) without the two
+#: terms; on the H100's GPU it would win by absorbing launch timing and drift with physically
+#: meaningless bandwidths (a 117 GB/s "cache"), so a GPU series never gets it unless asked.
+CPU_MODELS = ("roofline+cache+ramp+hockney+pack+split+gemm",)
+
+
+def default_models(device: str) -> tuple:
+    """The candidate models cross-validation chooses from for a series of ``device``: :data:`MODELS`,
+    plus :data:`CPU_MODELS` for ``"cpu"``."""
+    return tuple(MODELS) + (CPU_MODELS if str(device) == "cpu" else ())
+
+
+def peak_kind(param: str, names: Sequence[str]) -> Optional[str]:
+    """Which device peak bounds parameter ``param`` of a model with parameters ``names``.
+
+    :data:`PARAMETER_PEAKS`, except that a model with an in-cache bandwidth has its out-of-cache ones
+    (``dram``, ``small``, ``large``) bounded by the streaming bandwidth, and a model with one
+    ``bytes_per_s`` for every size (no cache term) streams its largest sizes from DRAM: the streaming
+    bandwidth bounds it too. None for a parameter no peak bounds (overheads, sizes, exponents).
+    """
+    if ("cache_bytes_per_s" in names and param in _OUT_OF_CACHE) or param == "bytes_per_s":
+        return "dram_bytes_per_s"
+    return PARAMETER_PEAKS.get(param)
+
+
+def upper_bounds(model: str, peaks: Optional[Mapping[str, float]]) -> dict:
+    """``{parameter: SI upper bound}`` of ``model``'s parameters from a device's ``peaks`` (SI, as
+    :func:`crossover.peaks.measure_peaks` or a spec sheet gives them): the bound of each parameter a
+    peak bounds (:func:`peak_kind`) and the peak knows, never above :data:`PARAMS`' own bound. Empty
+    without peaks."""
+    names = model_parameters(model)
+    bounds = {}
+    for name in names:
+        kind = peak_kind(name, names)
+        value = (peaks or {}).get(kind) if kind else None
+        if isinstance(value, (int, float)) and value > 0:
+            bounds[name] = min(float(value), PARAMS[name].hi)
+    return bounds
 
 
 def _work(d_model, n_layers, batch_size, workload):
@@ -285,16 +350,19 @@ def _starts(model, X, t):
 
 
 def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Optional[Sequence] = None,
-                   loss: str = "soft_l1", f_scale: float = 0.1) -> np.ndarray:
+                   loss: str = "soft_l1", f_scale: float = 0.1,
+                   peaks: Optional[Mapping[str, float]] = None) -> np.ndarray:
     """Least-squares parameters (SI) of ``model`` on points ``X`` (see :func:`features`) timed ``t``.
 
-    Minimises the robust ``loss`` of the log residuals within the bounds of :data:`PARAMS`
-    (:func:`scipy.optimize.least_squares` on log-parameters), from each of ``starts`` (default: a few
-    guesses from the data's scale); the best optimum wins.
+    Minimises the robust ``loss`` of the log residuals within the bounds of :data:`PARAMS`, lowered
+    to the device's ``peaks`` where given (:func:`upper_bounds`: no fitted rate above what the device
+    can do), by :func:`scipy.optimize.least_squares` on log-parameters, from each of ``starts``
+    (default: a few guesses from the data's scale); the best optimum wins.
     """
     names = model_parameters(model)
-    lo = np.log([PARAMS[n].lo for n in names])
-    hi = np.log([PARAMS[n].hi for n in names])
+    upper = upper_bounds(model, peaks)
+    lo = np.log([min(PARAMS[n].lo, upper.get(n, np.inf) / 10) for n in names])
+    hi = np.log([upper.get(n, PARAMS[n].hi) for n in names])
     log_t = np.log(t)
 
     def residuals(phi):

@@ -380,7 +380,7 @@ def heldout_macros(everything: pd.DataFrame, models) -> list:
         rows = baseline_rows(run)
         if not (rows["sweep"] == HELDOUT_SWEEP).any() or (rows["sweep"] != HELDOUT_SWEEP).sum() < 8:
             continue
-        fit = fit_series(rows.reset_index(drop=True), tuple(models), n_boot=0, statistic=PAPER_STATISTIC,
+        fit = fit_series(rows.reset_index(drop=True), tuple(models) if models else None, n_boot=0, statistic=PAPER_STATISTIC,
                          label=f"{machine}/{device}")
         s = fit.heldout_summary()
         text = (f"Fitted on the rest of its run ({_tt(f'{machine}/{Path(directory).name}')}; CV chose {_tt(fit.model)}), "

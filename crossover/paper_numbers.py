@@ -65,7 +65,7 @@ __all__ = [
 
 
 def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jobs: int = 1,
-                   models: Sequence[str] = tuple(A.MODELS), level: float = 0.95, prices=None) -> list:
+                   models: Optional[Sequence[str]] = None, level: float = 0.95, prices=None) -> list:
     """Every macro the paper uses, from the results directories ``results`` (see module docstring);
     ``prices`` is a prices file (:func:`crossover.paper_claims.read_prices`; default
     ``paper/prices.toml`` where it exists, else the cost macros are ``n/a``)."""
@@ -101,7 +101,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     quiet = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs, statistic="p10")
     macros += quiet_macros(fits, {r: quiet.get(r) for r in fits})
     macros += run_to_run_macros(everything)
-    with_gemm = fit_baseline(frame, roles, models=tuple(models) + GEMM_MODELS, n_boot=0, seed=seed, jobs=jobs)
+    with_gemm = fit_baseline(frame, roles, models=models, extra_models=GEMM_MODELS, n_boot=0, seed=seed, jobs=jobs)
     macros += gemm_macros(fits, {r: with_gemm.get(r) for r in fits})
     macros += mode_macros(frame, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     macros += round_macros(rounds, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles}, superseded)

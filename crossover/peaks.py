@@ -8,7 +8,8 @@ best rate of large matrix products, the cost of a tiny op), stores it beside a r
 checks fitted parameters against either (:func:`check_parameters`): a parameter above its peak is
 flagged and not identified, never printed as a measurement.
 
-Which peak bounds which parameter (:data:`PARAMETER_PEAKS`): a compute rate by the best measured (or
+Which peak bounds which parameter (:data:`crossover.latency_models.PARAMETER_PEAKS`, the one home of
+that mapping, which also bounds the fits: :func:`crossover.latency_models.upper_bounds`): a compute rate by the best measured (or
 specified) FLOP rate; an out-of-cache bandwidth by the streaming (DRAM/HBM) bandwidth; any other
 bandwidth by the in-cache copy bandwidth (the fastest memory the weights can be in). A parameter is
 also flagged when an out-of-cache bandwidth exceeds the same fit's in-cache one.
@@ -25,8 +26,10 @@ from typing import Optional
 
 import pandas as pd
 
+from .latency_models import PARAMETER_PEAKS, PARAMS, peak_kind
+
 __all__ = ["PEAKS_FILE", "SPEC_SHEETS", "PARAMETER_PEAKS", "measure_peaks", "write_peaks", "read_peaks",
-           "find_peaks", "peaks_for", "spec_sheet_peaks", "check_parameters"]
+           "find_peaks", "peaks_for", "peaks_of_rows", "spec_sheet_peaks", "check_parameters"]
 
 PEAKS_FILE = "peaks.json"
 
@@ -38,22 +41,6 @@ SPEC_SHEETS = {
         source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: HBM3 3.35 TB/s, FP32 67 TFLOPS, "
                "TF32 Tensor Core 494.7 TFLOPS dense), https://www.nvidia.com/en-us/data-center/h100/"),
 }
-
-#: Fitted parameter -> the peak that bounds it (see the module docstring; a single ``bytes_per_s``
-#: without a cache term is bounded by the streaming peak, see :func:`check_parameters`).
-PARAMETER_PEAKS = {
-    "flops_per_s": "flops_per_s",
-    "bytes_per_s": "cache_bytes_per_s",
-    "cache_bytes_per_s": "cache_bytes_per_s",
-    "act_bytes_per_s": "cache_bytes_per_s",
-    "small_bytes_per_s": "cache_bytes_per_s",
-    "large_bytes_per_s": "cache_bytes_per_s",
-    "pack_bytes_per_s": "cache_bytes_per_s",
-    "dram_bytes_per_s": "dram_bytes_per_s",
-}
-#: Out-of-cache bandwidths: bounded by the streaming bandwidth whenever a fit also has an in-cache one.
-_OUT_OF_CACHE = ("dram_bytes_per_s", "small_bytes_per_s", "large_bytes_per_s")
-
 
 # ---------------------------------------------------------------------------------------- measuring
 def measure_peaks(device: str = "cpu", *, stream_bytes: int = 256 * 2**20, cache_bytes: int = 256 * 2**10,
@@ -148,6 +135,18 @@ def peaks_for(found: dict, machine: str, device: str, device_name: Optional[str]
     return dict(measured) if measured else spec_sheet_peaks(device_name)
 
 
+def peaks_of_rows(frame: pd.DataFrame) -> dict:
+    """The peaks that bound a fit of these rows (one series): :func:`peaks_for` their machine and
+    device, from the ``peaks.json`` beside or under their ``results_dir``, else the spec sheet of
+    their ``device_name``, else none (an empty dict)."""
+    if frame.empty or not {"machine", "device"} <= set(frame.columns):
+        return {}
+    directories = frame["results_dir"].dropna().unique() if "results_dir" in frame else []
+    first = frame.iloc[0]
+    name = first["device_name"] if "device_name" in frame else None
+    return peaks_for(find_peaks(directories), first["machine"], first["device"], name)
+
+
 def spec_sheet_peaks(device_name: Optional[str]) -> dict:
     """The :data:`SPEC_SHEETS` entry whose key is part of ``device_name``; empty if none."""
     for name, peaks in SPEC_SHEETS.items():
@@ -173,23 +172,19 @@ def check_parameters(parameters: pd.DataFrame, peaks: dict, *, tolerance: float 
         SI peaks (:func:`measure_peaks`, :func:`read_peaks`' entry for the device, or
         :func:`spec_sheet_peaks`); may be empty.
     """
-    from .latency_models import PARAMS
-
     out = parameters.copy()
     values = dict(zip(out["param"], out["value"]))
+    names = tuple(values)
     has_cache = "cache_bytes_per_s" in values
-    single_bandwidth = "bytes_per_s" in values  # one bandwidth for every size, large ones out of cache
     peak_col, source_col, above_col, why_col = [], [], [], []
     for row in out.itertuples():
         spec = PARAMS[row.param]
-        kind = PARAMETER_PEAKS.get(row.param)
-        if (has_cache and row.param in _OUT_OF_CACHE) or (single_bandwidth and row.param == "bytes_per_s"):
-            kind = "dram_bytes_per_s"
+        kind = peak_kind(row.param, names)
         peak = peaks.get(kind) if kind else None  # a spec sheet gives no in-cache peak: None
         why = ""
         if peak is not None and row.value > tolerance * peak * spec.scale:
             why = f"above the device's peak ({peaks.get('source', 'peaks')})"
-        elif has_cache and row.param in _OUT_OF_CACHE and row.value > tolerance * values["cache_bytes_per_s"]:
+        elif has_cache and kind == "dram_bytes_per_s" and row.value > tolerance * values["cache_bytes_per_s"]:
             why = "out of cache faster than the same fit's in-cache bandwidth"
         peak_col.append(math.nan if peak is None else peak * spec.scale)
         source_col.append(peaks.get("source", "") if peak is not None else "")

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .fitting import fit_series, series_seed
-from .latency_models import MODELS
+from .latency_models import default_models
 
 __all__ = [
     "BASELINE", "ANCHOR", "N_BOOT", "PAPER_STATISTIC", "ROLES",
@@ -133,11 +133,13 @@ def _fit_one(args):
     return fit_series(rows, models, n_boot=n_boot, seed=seed, label=label, statistic=statistic)
 
 
-def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tuple(MODELS), n_boot: int = N_BOOT,
-                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC) -> dict:
+def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
+                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
+                 extra_models: Sequence[str] = ()) -> dict:
     """Role -> :class:`crossover.fitting.SeriesFit` of its baseline series (None: too few points).
 
-    Every role is fitted with the candidate ``models`` (grouped CV picks one), ``n_boot`` bootstrap
+    Every role is fitted with the candidate ``models`` (default: its device's,
+    :func:`crossover.latency_models.default_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
     resamples seeded by the series' label (``machine/device``) and each point's latency
     ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results).
     """
@@ -147,8 +149,9 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Sequence[str] = tu
         rows = base[(base["machine"] == machine) & (base["device"] == device)]
         if len(rows) >= min_points:
             label = f"{machine}/{device}"  # seeded by its label, as every entry point seeds it: same draws
-            tasks.append((rows.reset_index(drop=True), tuple(models), n_boot, series_seed(label, seed), label,
-                          statistic))
+            candidates = tuple(models) if models else default_models(device)
+            tasks.append((rows.reset_index(drop=True), candidates + tuple(extra_models), n_boot,
+                          series_seed(label, seed), label, statistic))
             names.append(role)
     fits = dict.fromkeys(roles)
     if jobs > 1 and len(tasks) > 1:

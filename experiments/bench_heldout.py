@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from crossover.fitting import fit_series, one_row_per_size
-from crossover.latency_models import MODELS
+from crossover.latency_models import default_models
 from crossover.results import load_results
 from crossover.statistics import DEFAULT_STATISTIC, STATISTICS
 from crossover.validation import check_frame, split_heldout
@@ -86,13 +86,13 @@ def main(argv=None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, help="results directories of the quick suite")
     parser.add_argument("--measure", type=int, default=0, metavar="N", help="first measure N quick runs")
     parser.add_argument("--out", type=Path, default=Path("/tmp/heldout"), help="where --measure writes")
-    parser.add_argument("--models", help="comma-separated candidates (default: crossover's MODELS)")
+    parser.add_argument("--models", help="comma-separated candidates (default: crossover's for a CPU)")
     parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC)
     args = parser.parse_args(argv)
     runs = list(args.runs) + (measure(args.measure, args.out) if args.measure else [])
     if not runs:
         parser.error("give results directories, or --measure N")
-    models = tuple(args.models.split(",")) if args.models else tuple(MODELS)
+    models = tuple(args.models.split(",")) if args.models else default_models("cpu")
     print(f"held-out sizes predicted by fits of the other rows; statistic {args.statistic}\n")
     lines, per_size = [], []
     for index, run in enumerate(runs, 1):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from crossover import analysis as A
-from crossover.latency_models import evaluate, features, fit_parameters, model_parameters
+from crossover.latency_models import evaluate, features, fit_parameters, model_parameters, upper_bounds
 from crossover.peaks import check_parameters, find_peaks, peaks_for, spec_sheet_peaks, write_peaks
 
 from test_analysis import CPU, fit_median, sizes, synthetic
@@ -143,3 +143,64 @@ def test_a_single_bandwidth_is_bounded_by_streaming_and_the_reason_is_given():
     assert row.above_peak and "above the device's peak" in row.impossible and row.peak == pytest.approx(3350)
     inverted = check_parameters(_parameters(cache_bytes_per_s=1e9, dram_bytes_per_s=1e12), {}).set_index("param")
     assert "in-cache" in inverted.loc["dram_bytes_per_s", "impossible"]
+
+
+def test_peaks_bound_each_rate_by_the_peak_that_physically_limits_it():
+    peaks = dict(dram_bytes_per_s=30e9, cache_bytes_per_s=120e9, flops_per_s=190e9, source="measured")
+    bounds = upper_bounds(PACKING, peaks)
+    assert bounds["flops_per_s"] == 190e9 and bounds["cache_bytes_per_s"] == 120e9
+    assert bounds["large_bytes_per_s"] == 30e9 and bounds["small_bytes_per_s"] == 30e9  # out of cache: streaming
+    assert bounds["pack_bytes_per_s"] == 120e9
+    assert "step_s" not in bounds and "cache_bytes" not in bounds  # no peak bounds an overhead or a size
+    assert upper_bounds("roofline", peaks)["bytes_per_s"] == 30e9  # one bandwidth serves out-of-cache sizes too
+    assert upper_bounds("roofline", {}) == {} and upper_bounds("roofline", None) == {}
+
+
+def test_a_fit_never_goes_above_the_devices_peak_and_says_the_rate_is_pinned_there():
+    # the data want a 60 GB/s bandwidth on a device whose streaming peak is 30 GB/s (as the H100's
+    # first-edition fit wanted 4.26 TB/s of a 3.35 TB/s HBM)
+    truth = dict(CPU, bytes_per_s=60e9)
+    frame = synthetic("roofline", truth, noise=0.02, seed=4)
+    free = fit_median(frame, ["roofline"], n_boot=0, peaks=None)
+    bounded = fit_median(frame, ["roofline"], n_boot=0, peaks=dict(dram_bytes_per_s=30e9, source="measured"))
+    assert free.parameters().set_index("param").loc["bytes_per_s", "value"] == pytest.approx(60, rel=0.1)
+    table = bounded.parameters().set_index("param")
+    assert table.loc["bytes_per_s", "value"] <= 30.0 * 1.0001
+    assert table.loc["bytes_per_s", "at_bound"] and not table.loc["bytes_per_s", "identified"]
+    assert bounded.peaks["dram_bytes_per_s"] == 30e9
+    checked = check_parameters(bounded.parameters(), bounded.peaks).set_index("param")
+    assert not checked["above_peak"].any()
+
+
+def test_a_fit_finds_the_peaks_beside_its_rows_results(tmp_path):
+    write_peaks(tmp_path / "synth", "synth", {"cpu": dict(dram_bytes_per_s=30e9, source="measured")})
+    frame = synthetic("roofline", dict(CPU, bytes_per_s=60e9), noise=0.02, seed=4)
+    frame["results_dir"] = str(tmp_path / "synth" / "quick")
+    fit = fit_median(frame, ["roofline"], n_boot=0)  # peaks="auto"
+    assert fit.peaks["dram_bytes_per_s"] == 30e9
+    assert fit.parameters().set_index("param").loc["bytes_per_s", "value"] <= 30.0 * 1.0001
+
+
+def test_a_candidate_is_judged_on_interior_folds_not_on_one_extrapolating_end():
+    from crossover.validation import selection_score
+
+    cv = pd.DataFrame([
+        # a: one catastrophic end fold (batch 1 held out) but the best interpolation
+        dict(model="a", axis="batch_size", mape_pct=700.0, interior_mape_pct=10.0),
+        dict(model="a", axis="d_model", mape_pct=15.0, interior_mape_pct=12.0),
+        dict(model="b", axis="batch_size", mape_pct=20.0, interior_mape_pct=15.0),
+        dict(model="b", axis="d_model", mape_pct=20.0, interior_mape_pct=18.0),
+        # an axis with no interior fold is judged on its full MAPE
+        dict(model="c", axis="n_layers", mape_pct=30.0, interior_mape_pct=math.nan),
+    ])
+    assert selection_score(cv, "a") == pytest.approx(11.0)
+    assert selection_score(cv, "b") == pytest.approx(16.5)
+    assert selection_score(cv, "c") == pytest.approx(30.0)
+    assert math.isnan(selection_score(cv, "missing"))
+
+
+def test_a_cpu_series_gets_the_cpu_candidates_and_a_gpu_series_does_not():
+    from crossover.latency_models import CPU_MODELS, MODELS, default_models
+
+    assert set(CPU_MODELS) <= set(default_models("cpu"))
+    assert default_models("cuda") == tuple(MODELS) and not set(CPU_MODELS) & set(default_models("cuda"))

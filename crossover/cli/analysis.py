@@ -81,9 +81,9 @@ def _print_noise_floors(floors) -> None:
 def _fit(args, frame):
     from ..analysis import MODELS, AnalysisError, fit_results, model_parameters
 
-    models = comma_list(args.models) if args.models else tuple(MODELS)
+    models = comma_list(args.models) if args.models else None  # None: each series' device's candidates
     unknown = []
-    for model in models:
+    for model in models or ():
         try:
             model_parameters(model)
         except AnalysisError:
@@ -100,30 +100,14 @@ def _fit(args, frame):
 
     fits = fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
                        bootstrap=args.bootstrap, statistic=args.statistic)
-    fits.peaks = _peaks(args, frame, fits)
     return fits
 
 
-def _peaks(args, frame, fits) -> dict:
-    """Label -> the peaks bounding that series' parameters (``peaks.json`` beside the results, else the
-    device's spec sheet, else none; see :mod:`crossover.peaks`)."""
-    from ..peaks import find_peaks, peaks_for
-
-    found = find_peaks(args.results)
-    out = {}
-    for label, fit in fits.items():
-        machine, device = fit.key["machine"], fit.key["device"]
-        rows = frame[(frame["machine"] == machine) & (frame["device"] == device)]
-        name = rows["device_name"].iloc[0] if "device_name" in rows and len(rows) else None
-        out[label] = peaks_for(found, machine, device, name)
-    return out
-
-
-def _parameters(fits, fit):
+def _parameters(fit):
     """``fit``'s parameters checked against its device's peaks (``peak``, ``above_peak``)."""
     from ..peaks import check_parameters
 
-    return check_parameters(fit.parameters(), getattr(fits, "peaks", {}).get(fit.label, {}))
+    return check_parameters(fit.parameters(), fit.peaks)
 
 
 def _load(args, **filters):
@@ -181,7 +165,7 @@ def _series_json(fits, fit) -> dict:
                 noise_floor_pct=None if not math.isfinite(fit.noise_floor_pct) else fit.noise_floor_pct,
                 noise_floor_points=fit.noise_floor_points, bootstrap=fit.bootstrap, statistic=fit.statistic,
                 level=fit.level, cv_mape_pct=fit.cv_score(),
-                parameters=_parameters(fits, fit).drop(columns=["series", "model"]).to_dict("records"),
+                parameters=_parameters(fit).drop(columns=["series", "model"]).to_dict("records"),
                 heldout=dict(**fit.heldout_summary(), points=fit.heldout.to_dict("records")),
                 accuracy=fit.cv.to_dict("records"))
 
@@ -210,7 +194,7 @@ def _print_series(fits, fit) -> None:
     what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
-    table = _parameters(fits, fit)
+    table = _parameters(fit)
     if table["peak"].notna().any():
         print(f"    {'':<46s} {'value':>10s} {'unit':<8s} {'interval':<22s} {'peak':>8s}")
     for row in table.itertuples():
@@ -315,7 +299,7 @@ def _cmd_predict(args) -> int:
     result["noise_floors"] = _noise_floors(args)
     result["decisions"] = _decisions(args, fits, result)
     for item in result["devices"]:
-        table = _parameters(fits, fits[item["series"]])
+        table = _parameters(fits[item["series"]])
         item["unidentified_parameters"] = [row.param for row in table.itertuples() if not row.identified]
         item["impossible_parameters"] = [row.param for row in table.itertuples() if row.above_peak]
     if args.json:
