@@ -85,7 +85,10 @@ def main(argv=None) -> int:
         refits[role] = (fit, theta, offsets, by_sweep, res)
         plain_pct, offset_pct = 100 * np.median(np.abs(plain)), 100 * np.median(np.abs(res))
         table.append(dict(role=role, series=f"{machine}/{device}", model=fit.model, points=len(by_sweep),
-                          sweeps=len(offsets), cv_mape_pct=fit.cv_score(), residual_pct=plain_pct,
+                          sweeps=len(offsets), cv_mape_pct=fit.cv_score(),
+                          cv_interior_pct=float(fit.cv.loc[fit.cv["model"] == fit.model, "interior_mape_pct"].mean()),
+                          cv_within_10_pct=float(fit.cv.loc[fit.cv["model"] == fit.model, "within_10_pct"].mean()),
+                          residual_pct=plain_pct,
                           with_offsets_pct=offset_pct, drift_share_pct=100 * (1 - offset_pct / plain_pct),
                           offsets=" ".join(f"{s}={o:.2f}" for s, o in offsets.items())))
     print(pd.DataFrame(table).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
