@@ -215,9 +215,13 @@ def _print_series(fits, fit) -> None:
     if fit.cv.empty:
         print("  (no cross-validation folds)\n")
         return
+    from ..validation import selection_score
+
     axes = list(dict.fromkeys(fit.cv["axis"]))
-    print("  grouped cross-validation, held-out MAPE / % within ±10% (folds):")
-    print("    " + f"{'model':<28s}" + "".join(f"{a:>22s}" for a in axes))
+    width = max(28, *(len(m) for m in fit.cv["model"]))
+    print("  grouped cross-validation, held-out MAPE / % within ±10% (folds); interior: mean MAPE of the folds"
+          " whose held-out value lies inside the trained range (* = the lowest: the model used)")
+    print("    " + f"{'model':<{width}s}" + "".join(f"{a:>22s}" for a in axes) + f"{'interior':>10s}")
     for model, rows in fit.cv.groupby("model", sort=False):
         cells = []
         for axis in axes:
@@ -225,13 +229,9 @@ def _print_series(fits, fit) -> None:
             cells.append("-" if row.empty else
                          f"{row.mape_pct.iloc[0]:.1f}% / {row.within_10_pct.iloc[0]:.0f}% ({row.n_folds.iloc[0]})")
         mark = "*" if model == fit.model else " "
-        print(f"  {mark} {model:<28s}" + "".join(f"{c:>22s}" for c in cells))
-    chosen = fit.cv[fit.cv["model"] == fit.model]
-    if "interior_mape_pct" in chosen and chosen["interior_mape_pct"].notna().any():
-        parts = [f"{row.axis} {row.interior_mape_pct:.1f}%" for row in chosen.itertuples()
-                 if math.isfinite(row.interior_mape_pct)]
-        print(f"  {fit.model}, held-out values inside the trained range only (interpolation): MAPE "
-              + ", ".join(parts))
+        score = selection_score(fit.cv, model)
+        print(f"  {mark} {model:<{width}s}" + "".join(f"{c:>22s}" for c in cells)
+              + (f"{score:>9.1f}%" if math.isfinite(score) else f"{'-':>10s}"))
     if fit.noise_floor_points:
         what, fitted = STATISTICS[fit.statistic].round_label, STATISTICS[fit.statistic].combined_label
         print(f"  noise floor: one round's {what} lies {fit.noise_floor_pct:.1f}% from {fitted} "
