@@ -114,8 +114,10 @@ def format_interval(low, high, unit: str = "", sig: int = 3, like=None) -> str:
 
 
 def _tt(text: str) -> str:
-    """Text for \\texttt{} (escape the few characters LaTeX treats specially)."""
-    return "\\texttt{" + re.sub(r"([_#%&$])", r"\\\1", str(text)) + "}"
+    """Text for \\texttt{} (escape the few characters LaTeX treats specially); a line may break after
+    a ``+`` or ``/`` (long model names and paths)."""
+    escaped = re.sub(r"([_#%&$])", r"\\\1", str(text))
+    return "\\texttt{" + re.sub(r"([+/])", r"\1\\allowbreak{}", escaped) + "}"
 
 
 def _plain(text: str) -> str:
