@@ -5,8 +5,8 @@ workload/mode/dtype/regime/transfer/thread setting); every series gets its own f
 (:func:`fit_series`, or :func:`fit_results` for every series of a results frame). A fit reads each
 point's latency from one statistic (:mod:`crossover.statistics`, the 10th percentile by default)
 into ``latency_s``, cross-validates the candidate models (:mod:`crossover.validation`), keeps the
-one with the lowest held-out error on interior folds (:func:`crossover.validation.selection_score`) and bootstraps its
-parameters.
+one with the lowest held-out error on interior folds (:func:`crossover.validation.selection_score`)
+and bootstraps its parameters.
 
 Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
 (each point's measured time is replaced by the fitted time times a log residual drawn with
@@ -173,8 +173,8 @@ class SeriesFit:
 
         ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
         (``PARAMS``, lowered to the device's peak where one bounds the parameter: a rate pressed against
-        the peak is the fit wanting more than the device can give); ``identified`` is False then, and also where the interval spans more than
-        two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
+        the peak is the fit wanting more than the device can give); ``identified`` is False then, and
+        also where the interval spans more than two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
         small to matter next to the rest, or a compute rate of a series whose points are all
         launch-bound), and its value and interval mean nothing physical.
         """

@@ -65,8 +65,9 @@ from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
 
-__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS", "model_parameters", "step_counts",
-           "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds", "fit_parameters"]
+__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
+           "model_parameters", "step_counts", "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds",
+           "fit_parameters"]
 
 #: The sizes a latency model takes, in the order it takes them.
 AXES = ("d_model", "n_layers", "batch_size")
@@ -115,11 +116,11 @@ PARAMS = {
 }
 #: Fitted parameter -> the device peak (a key of :func:`crossover.peaks.measure_peaks`' result) that
 #: bounds it: a compute rate by the best matrix-product rate; a bandwidth by the in-cache copy bandwidth
-#: (the fastest memory weights can be in), an out-of-cache one by the streaming bandwidth (see
-#: :func:`peak_kind`).
+#: (the fastest memory weights can be in), an out-of-cache one by the streaming bandwidth, and so is a
+#: model's single ``bytes_per_s``, which serves its largest sizes, out of cache (see :func:`peak_kind`).
 PARAMETER_PEAKS = {
     "flops_per_s": "flops_per_s",
-    "bytes_per_s": "cache_bytes_per_s",
+    "bytes_per_s": "dram_bytes_per_s",
     "cache_bytes_per_s": "cache_bytes_per_s",
     "act_bytes_per_s": "cache_bytes_per_s",
     "small_bytes_per_s": "cache_bytes_per_s",
@@ -187,8 +188,9 @@ MODELS = {name: model_parameters(name) for name in (
 #: Candidates added for a CPU series (see :func:`default_models`): the matrix-matrix kernel's set-up
 #: and weight packing (``gemm``, ``pack``) are a CPU BLAS's, and activations small enough to stay in
 #: a CPU's cache between layers move at their own rate (``split``). On the VM this model misses
-#: held-out sizes by a median of 4-6.5% (worst 10-11%) against 6-8% (worst 22-24%) without the two
-#: terms; on the H100's GPU it would win by absorbing launch timing and drift with physically
+#: held-out sizes by a median of 3.4-5.3% (worst 9.9-13.3%) in four of five quick runs
+#: (``logs/bench_heldout.log``), against 6-8% (worst 22-24%) without the two terms when first compared
+#: (three runs, cache width 0.5 for the ramp too); on the H100's GPU it would win by absorbing launch timing and drift with physically
 #: meaningless bandwidths (a 117 GB/s "cache"), so a GPU series never gets it unless asked.
 CPU_MODELS = ("roofline+cache+ramp+hockney+pack+split+gemm",)
 
@@ -203,11 +205,11 @@ def peak_kind(param: str, names: Sequence[str]) -> Optional[str]:
     """Which device peak bounds parameter ``param`` of a model with parameters ``names``.
 
     :data:`PARAMETER_PEAKS`, except that a model with an in-cache bandwidth has its out-of-cache ones
-    (``dram``, ``small``, ``large``) bounded by the streaming bandwidth, and a model with one
-    ``bytes_per_s`` for every size (no cache term) streams its largest sizes from DRAM: the streaming
-    bandwidth bounds it too. None for a parameter no peak bounds (overheads, sizes, exponents).
+    (``dram``, ``small``, ``large``) bounded by the streaming bandwidth (without a cache term the
+    ramp's bandwidths serve in-cache sizes too). None for a parameter no peak bounds (overheads,
+    sizes, exponents).
     """
-    if ("cache_bytes_per_s" in names and param in _OUT_OF_CACHE) or param == "bytes_per_s":
+    if "cache_bytes_per_s" in names and param in _OUT_OF_CACHE:
         return "dram_bytes_per_s"
     return PARAMETER_PEAKS.get(param)
 

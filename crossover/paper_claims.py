@@ -292,26 +292,22 @@ _PEAK_KINDS = {"Dram": ("dram_bytes_per_s", "GB/s", 1e-9), "Cache": ("cache_byte
                "Dispatch": ("dispatch_s", "s", 1.0)}
 
 
-def _role_peaks(frame: pd.DataFrame, roles: dict, results) -> dict:
-    from .peaks import find_peaks, peaks_for
+def _role_peaks(frame: pd.DataFrame, roles: dict) -> dict:
+    """Role -> the peaks that bound its fits (:func:`crossover.peaks.peaks_of_rows`, as the fits find them)."""
+    from .peaks import peaks_of_rows
 
-    found = find_peaks(results)
-    out = {}
-    for role, (machine, device) in roles.items():
-        rows = frame[(frame["machine"] == machine) & (frame["device"] == device)]
-        name = rows["device_name"].iloc[0] if "device_name" in rows and len(rows) else None
-        out[role] = peaks_for(found, machine, device, name)
-    return out
+    return {role: peaks_of_rows(frame[(frame["machine"] == machine) & (frame["device"] == device)])
+            for role, (machine, device) in roles.items()}
 
 
-def peak_macros(frame: pd.DataFrame, roles: dict, fits: dict, results) -> list:
+def peak_macros(frame: pd.DataFrame, roles: dict, fits: dict) -> list:
     """Each role's peaks (``<Role>Peak{Dram,Cache,Flops,Tf,Dispatch}``, ``<Role>PeakSource``) and
     each fitted rate or bandwidth against its peak (``<Role><Param>Peak``, ``<Role><Param>Check``;
     :func:`crossover.peaks.check_parameters`); ``PeaksAbove``: fitted values above their peak."""
     from .latency_models import PARAMS
     from .peaks import PARAMETER_PEAKS, check_parameters
 
-    peaks = _role_peaks(frame, roles, results)
+    peaks = _role_peaks(frame, roles)
     macros, above, checked_n = [], 0, 0
     for role in sorted(set(roles) | {"Vm", "Host", "Cuda"}):
         p = peaks.get(role, {})
@@ -384,8 +380,8 @@ def heldout_macros(everything: pd.DataFrame, models) -> list:
         rows = baseline_rows(run)
         if not (rows["sweep"] == HELDOUT_SWEEP).any() or (rows["sweep"] != HELDOUT_SWEEP).sum() < 8:
             continue
-        fit = fit_series(rows.reset_index(drop=True), tuple(models) if models else None, n_boot=0, statistic=DEFAULT_STATISTIC,
-                         label=f"{machine}/{device}")
+        fit = fit_series(rows.reset_index(drop=True), tuple(models) if models else None, n_boot=0,
+                         statistic=DEFAULT_STATISTIC, label=f"{machine}/{device}")
         s = fit.heldout_summary()
         text = (f"Fitted on the rest of its run ({_tt(f'{machine}/{Path(directory).name}')}; CV chose {_tt(fit.model)}; "
                 f"each point's {STATISTICS[DEFAULT_STATISTIC].label}), "
@@ -465,5 +461,5 @@ def _agreement_macros(fits: dict) -> list:
 def second_edition_macros(*, frame, everything, rounds, roles, fits, results, prices, models) -> list:
     """Every macro of this module (see the module docstring)."""
     return (claim_macros(frame, roles) + rule_macros(frame, roles) + best_mode_macros(frame, roles)
-            + cost_macros(frame, roles, fits, prices) + peak_macros(frame, roles, fits, results)
+            + cost_macros(frame, roles, fits, prices) + peak_macros(frame, roles, fits)
             + heldout_macros(everything, models) + paired_macros(frame, rounds, roles) + _agreement_macros(fits))

@@ -160,13 +160,13 @@ class _Fit:
 
 def test_parameters_above_their_peak_are_flagged(tmp_path):
     write_peaks(tmp_path / "box", "box", {"cpu": dict(flops_per_s=100e9, cache_bytes_per_s=50e9, source="measured")})
-    frame = batch_sweep(64)
+    frame = batch_sweep(64).assign(results_dir=str(tmp_path / "box" / "run"))  # peaks.json lies beside the run
     fits = {"Host": _Fit(flops_per_s=300e9, cache_bytes_per_s=20e9), "Cuda": _Fit(flops_per_s=10e12)}
-    text = {m.name: m.text for m in PC.peak_macros(frame, ROLES, fits, [tmp_path / "box" / "run"])}
+    text = {m.name: m.text for m in PC.peak_macros(frame, ROLES, fits)}
     assert text["HostRateCheck"] == "above peak" and text["HostCacheBandwidthCheck"] == "within peak"
     assert text["HostRatePeak"] == "100\\,GFLOP/s" and text["HostPeakSource"].startswith("measured")
     assert text["CudaRateCheck"] == "no peak known" and text["PeaksAbove"] == "1 of 3"
-    table = PC.peaks_table(PC.peak_macros(frame, ROLES, fits, [tmp_path / "box" / "run"]))
+    table = PC.peaks_table(PC.peak_macros(frame, ROLES, fits))
     assert "\\HostRate & \\HostRatePeak & \\HostRateCheck" in table
 
 
