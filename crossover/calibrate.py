@@ -2,7 +2,7 @@
 
 :func:`run_calibration` times every primitive of a plan (:mod:`crossover.calibration_plan`) in
 shuffled interleaved rounds with a drift reference opening each round
-(:func:`crossover.module_measure.measure_rounds`), writes every visit to ``DIR/calibration.csv`` and
+(:func:`crossover.module_measure.measure_rounds`), writes every visit to ``DIR/calibration.csv.gz`` and
 condenses them with :func:`build_profile` into ``DIR/profile.json`` (:class:`crossover.profiles.Profile`).
 
 How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over
@@ -12,45 +12,163 @@ per-op slope of a multiplication chain with autograd recording minus the same ch
 ``no_grad``; the backward engine's cost per op and per call come from the slope and intercept of
 (forward + backward) − forward over two chain lengths, less the backward's own multiplications; the
 optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
-parameters, less each update's ``add_``. The noise floor is the drift reference's mean relative
+parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a
+40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
+kernel faults them in page by page) less filling one kept, over its bytes (0.24 ns per byte on the
+2-core VM, 15 times the cost of writing it). The noise floor is the drift reference's mean relative
 deviation from its median over rounds.
 
-Ops timed alone do not pay what composing them costs: on the 2-core VM a large output allocated
-afresh in a step is faulted in again page by page (glibc returns freed memory to the kernel), about
-0.2 ns per byte, 25 times the cost of writing it, and the autograd engine does more per node of a
-real model than per node of a chain. Two generic reference models (:data:`REFERENCE_MODELS
-<crossover.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and
-training step, and ``fresh_byte_s`` (per byte of outputs of 128 KiB or more), ``event_s`` (per host
-event: op, view or module call; a sequence of different ops dispatches slower than one op repeated)
-and an extra ``backward_op_s`` are fitted to what the primitives leave unexplained (non-negative
-least squares of the relative residuals); ``meta["reference_models"]`` reports the fit.
+Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
+real model than per node of a chain, and a sequence of different ops dispatches slower than one op
+repeated. Two generic reference models (:data:`REFERENCE_MODELS
+<crossover.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
+step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
+a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
+the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
+``experiments/bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the
+same one repeated alone: LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the
+backward pass's matrix products and memory-bound ops; its convolutions' calibration already runs high)
+are fitted to what the primitives leave unexplained (non-negative least squares of the relative
+residuals); ``meta["reference_models"]`` reports the fit.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .calibration_plan import CHAIN_LENGTHS, PLANS, SGD_PARAMS, Plan, llc_bytes, make_step, points, reference_point
+from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes, make_step,
+                               output_bytes, points, private_cache_bytes, reference_point)
 from .errors import ConfigError
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 
-__all__ = ["run_calibration", "build_profile", "read_calibration", "CSV_COLUMNS"]
+__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
+           "build_profile", "read_calibration", "CSV_COLUMNS"]
 
 CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "k", "n", "x", "cold", "shape",
                "median_s", "calls_per_repeat", "raw_times_s", "device_times_s")
 
 
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What :func:`measure_calibration` timed: ``rows`` (one :data:`CSV_COLUMNS` dict per visit of a
+    primitive or of the drift reference), ``extra_visits`` (the visits of the extra steps, as
+    :func:`crossover.module_measure.measure_rounds` returns them), the threads used, the last-level
+    cache (or GPU L2) bytes and the seconds it took."""
+
+    device: str
+    plan: Plan
+    seed: int
+    rows: list
+    extra_visits: list
+    threads: int
+    llc: int
+    elapsed_s: float
+    cache_bytes: int = 0
+
+
+def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int = 0, threads: int = 0,
+                        extra_steps: Sequence[tuple] = (),
+                        on_progress: Optional[Callable[[str], None]] = None) -> CalibrationRun:
+    """Time every primitive of ``plan`` on ``device`` in shuffled interleaved rounds (nothing written).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+    plan : Plan
+    seed : int
+        Seeds the rounds' orders.
+    threads : int
+        CPU intra-op threads (0: torch's default).
+    extra_steps : sequence of (key, callable)
+        Steps timed in the same rounds as the primitives (e.g. the models a prediction is checked
+        against, so that machine drift falls on both alike); they do not enter the profile.
+    on_progress : callable, optional
+        Called with a label after every visit.
+
+    Returns
+    -------
+    CalibrationRun
+    """
+    from .env import cuda_available
+    from .measurement import _num_threads
+    from .module_measure import measure_rounds
+    from .results import raw_times_to_text
+
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"unknown device {device!r}; expected cpu or cuda")
+    if device == "cuda" and not cuda_available():
+        raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
+    start = time.perf_counter()
+    llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
+    with _num_threads(threads) as threads_used:
+        plan_points = points(plan, device)
+        pools = {}
+        steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
+                 for p in plan_points]
+        extra_keys = {key for key, _ in extra_steps}
+        if extra_keys & {key for key, _ in steps}:
+            raise ValueError("an extra step's key is also a primitive's")
+        reference = reference_point()
+        visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
+                                device=device, reference=(reference.key, make_step(reference, device)),
+                                on_progress=on_progress, regime="throughput" if device == "cuda" else "latency")
+    by_key = {p.key: p for p in [*plan_points, reference]}
+    rows, extra = [], []
+    for visit in visits:
+        if visit["key"] in extra_keys and not visit["reference"]:
+            extra.append(visit)
+            continue
+        point = by_key[visit["key"]]
+        rows.append(dict(round=visit["round"], sequence=visit["sequence"], reference=visit["reference"], key=point.key,
+                         family=point.family, name=point.name, m=point.m, k=point.k, n=point.n, x=point.x,
+                         cold=point.cold, shape="x".join(map(str, point.shape)), median_s=visit["median_s"],
+                         calls_per_repeat=visit["calls_per_repeat"],
+                         raw_times_s=raw_times_to_text(visit["raw_times_s"]),
+                         device_times_s=raw_times_to_text(visit["device_times_s"])))
+    cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
+    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache)
+
+
+def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = None) -> Profile:
+    """Write ``run``'s visits to ``out_dir/calibration.csv.gz`` and its profile (:func:`build_profile`) to
+    ``out_dir/profile.json``; returns the profile."""
+    from .env import environment
+    from .results import make_results_directory
+
+    out_dir = Path(out_dir)
+    make_results_directory(out_dir)
+    with gzip.open(out_dir / CALIBRATION_CSV, "wt", newline="") as handle:  # 4 MB of text for the full plan
+        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(run.rows)
+    env = environment()
+    meta = dict(plan=run.plan.name, rounds=run.plan.rounds, seed=run.seed, statistic="p10", elapsed_s=run.elapsed_s,
+                device_name=env.get("gpu_name") if run.device == "cuda" else env.get("cpu_model"),
+                timer=asdict(run.plan.options), environment=env)
+    profile = build_profile(run.rows, device=run.device, machine=machine or env["machine"], threads=run.threads,
+                            llc=run.llc, cache_bytes=run.cache_bytes, meta=meta)
+    write_profile(out_dir, profile)
+    return profile
+
+
+def check_out_dir(out_dir, force: bool = False) -> None:
+    """Refuse (:class:`ConfigError`) an ``out_dir`` that already holds a profile, unless ``force``."""
+    if (Path(out_dir) / "profile.json").exists() and not force:
+        raise ConfigError(f"{out_dir} already holds a profile.json; choose another --out or pass --force")
+
+
 def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: int = 0, threads: int = 0,
                     machine: Optional[str] = None, force: bool = False,
                     on_progress: Optional[Callable[[str], None]] = None) -> Profile:
-    """Calibrate ``device`` with ``plan`` into ``out_dir`` (``calibration.csv`` and ``profile.json``).
+    """Calibrate ``device`` with ``plan`` into ``out_dir`` (``calibration.csv.gz`` and ``profile.json``).
 
     Parameters
     ----------
@@ -58,7 +176,7 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     out_dir : path
         Created if missing; a directory already holding a profile is refused unless ``force``.
     plan : Plan
-        ``PLANS["quick"]`` (about a minute on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
+        ``PLANS["quick"]`` (about 70 s on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
     seed : int
         Seeds the rounds' orders.
     threads : int
@@ -74,52 +192,9 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     -------
     Profile
     """
-    from .env import cuda_available, environment
-    from .measurement import _num_threads
-    from .module_measure import measure_rounds
-    from .results import make_results_directory, raw_times_to_text
-
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(f"unknown device {device!r}; expected cpu or cuda")
-    if device == "cuda" and not cuda_available():
-        raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
-    out_dir = Path(out_dir)
-    if (out_dir / "profile.json").exists() and not force:
-        raise ConfigError(f"{out_dir} already holds a profile.json; choose another --out or pass --force")
-    make_results_directory(out_dir)
-    start = time.perf_counter()
-    llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
-    with _num_threads(threads) as threads_used:
-        plan_points = points(plan, device)
-        pools = {}
-        steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
-                 for p in plan_points]
-        reference = reference_point()
-        visits = measure_rounds(steps, rounds=plan.rounds, options=plan.options, seed=seed, device=device,
-                                reference=(reference.key, make_step(reference, device)), on_progress=on_progress,
-                                regime="throughput" if device == "cuda" else "latency")
-    by_key = {p.key: p for p in [*plan_points, reference]}
-    rows = []
-    for visit in visits:
-        point = by_key[visit["key"]]
-        rows.append(dict(round=visit["round"], sequence=visit["sequence"], reference=visit["reference"], key=point.key,
-                         family=point.family, name=point.name, m=point.m, k=point.k, n=point.n, x=point.x,
-                         cold=point.cold, shape="x".join(map(str, point.shape)), median_s=visit["median_s"],
-                         calls_per_repeat=visit["calls_per_repeat"],
-                         raw_times_s=raw_times_to_text(visit["raw_times_s"]),
-                         device_times_s=raw_times_to_text(visit["device_times_s"])))
-    with open(out_dir / CALIBRATION_CSV, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    env = environment()
-    meta = dict(plan=plan.name, rounds=plan.rounds, seed=seed, statistic="p10", elapsed_s=time.perf_counter() - start,
-                device_name=env.get("gpu_name") if device == "cuda" else env.get("cpu_model"),
-                timer=asdict(plan.options), environment=env)
-    profile = build_profile(rows, device=device, machine=machine or env["machine"], threads=threads_used,
-                            llc=llc, meta=meta)
-    write_profile(out_dir, profile)
-    return profile
+    check_out_dir(out_dir, force)
+    run = measure_calibration(device, plan, seed=seed, threads=threads, on_progress=on_progress)
+    return save_calibration(out_dir, run, machine=machine)
 
 
 def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
@@ -130,8 +205,11 @@ def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
 
 
 def read_calibration(out_dir) -> list:
-    """The visits of ``DIR/calibration.csv`` as dicts (to rebuild a profile with :func:`build_profile`)."""
-    with open(Path(out_dir) / CALIBRATION_CSV, newline="") as handle:
+    """The visits of ``DIR/calibration.csv.gz`` as dicts (to rebuild a profile with :func:`build_profile`)."""
+    path = Path(out_dir) / CALIBRATION_CSV
+    legacy = path.with_suffix("")  # calibration.csv, before it was compressed
+    with (gzip.open(path, "rt", newline="") if path.exists() or not legacy.exists() else open(legacy, newline="")) \
+            as handle:
         rows = list(csv.DictReader(handle))
     for row in rows:
         for name in ("round", "sequence", "m", "k", "n", "calls_per_repeat"):
@@ -197,7 +275,11 @@ def _overheads(t: Callable[[str], float]) -> dict:
     backward = [t(f"chain_train/{n}") - t(f"chain_grad/{n}") for n in CHAIN_LENGTHS]
     slope = (backward[1] - backward[0]) / (n2 - n1)
     sgd_slope = (t(f"sgd/{p2}") - t(f"sgd/{p1}")) / (p2 - p1)
-    values = dict(dispatch_s=t("dispatch"), view_s=t("view"), module_call_s=t("module_call"),
+    try:  # a calibration from before the page-fault primitives: none
+        fresh = (t("fresh_fill") - t("reuse_fill")) / FRESH_PROBE_BYTES
+    except ValueError:
+        fresh = 0.0
+    values = dict(dispatch_s=t("dispatch"), view_s=t("view"), module_call_s=t("module_call"), fresh_byte_s=fresh,
                   grad_record_s=grad - mul, backward_op_s=slope - mul,
                   backward_call_s=backward[0] - n1 * slope - 2 * mul,  # less the sum and its ones_like
                   optimizer_param_s=sgd_slope - t("dispatch"), optimizer_step_s=t(f"sgd/{p1}") - p1 * sgd_slope)
@@ -211,8 +293,31 @@ def _grid(name: str, cells: dict) -> Grid:
     return Grid(tuple(m), tuple(kn), tuple(tuple(cells[(a, b)] for b in kn) for a in m))
 
 
+def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
+    """``by_point`` with the page faults of each primitive's fresh output (32 MiB or more) taken out of
+    its time: a prediction adds them for the outputs a model allocates, not for in-place ops."""
+    from .op_costs import FRESH_MIN_BYTES
+
+    out = {}
+    for key, (seconds, spread, row) in by_point.items():
+        shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+        fresh = output_bytes(row["family"], row["name"], int(row.get("n") or 0), shape)
+        if fresh >= FRESH_MIN_BYTES and math.isfinite(seconds):
+            seconds = max(seconds - fresh * fresh_byte_s, 0.1 * seconds)  # never below a tenth
+        out[key] = (seconds, spread, row)
+    return out
+
+
+#: (grid, family, primitive, cold) of the profile's grids.
+_GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm", True),
+          ("matmul_outer", "matmul_outer", "mm", False),
+          ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
+          ("conv_native", "conv", "conv2d_native", False),
+          ("conv_backward_native", "conv_backward", "conv2d_native", False))
+
+
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
-                  meta: Optional[dict] = None) -> Profile:
+                  cache_bytes: int = 0, meta: Optional[dict] = None) -> Profile:
     """Condense calibration visits (as :data:`CSV_COLUMNS` dicts) into a :class:`Profile` (pure).
 
     Raises
@@ -231,6 +336,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         raise ValueError(f"the calibration lacks the overhead primitive {name!r}")
 
     overheads = _overheads(overhead)
+    by_point = _without_page_faults(by_point, overheads["fresh_byte_s"])
     families = {}
     for seconds, spread, row in by_point.values():
         families.setdefault(row["family"], []).append((seconds, spread, row))
@@ -238,17 +344,20 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
     grids = {}
-    for name, family, cold in (("matmul", "matmul", False), ("matmul_cold", "matmul", True), ("conv", "conv", False),
-                               ("conv_backward", "conv_backward", False)):
-        cells = {(int(r["m"]), float(r["x"]) / (2 * int(r["m"]))): s for s, _, r in families.get(family, [])
-                 if bool(r["cold"]) == cold and math.isfinite(s)}
-        if cells:
-            grids[name] = _grid(name, cells)
+    for name, family, primitive, cold in _GRIDS:
+        by_size = {}  # image side -> cells (matrix products: one grid, side 0)
+        for s, _, r in families.get(family, []):
+            if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
+                side = int(str(r["shape"]).split("x")[-1]) if family.startswith("conv") else 0
+                rows = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
+                by_size.setdefault(side, {})[(rows, float(r["x"]) / (2 * rows))] = s
+        for side, cells in by_size.items():
+            grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:
         raise ValueError("the calibration lacks the matmul grid")
     curves = {}
     for family, items in families.items():
-        if family in ("overhead", "matmul", "matmul_check", "conv", "conv_backward", "model"):
+        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "conv", "conv_backward", "model"):
             continue
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [s for s, _, _ in items])
     hot = grids["matmul"]
@@ -263,19 +372,21 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         extra["matmul_check_error_rel"] = {"median": float(np.median(np.abs(checks))),
                                            "worst": float(np.max(np.abs(checks)))}
     profile = Profile(device=device, machine=machine, overheads=overheads, grids=grids, curves=curves, llc_bytes=llc,
-                      threads=threads, peak_flop_rate=max(flop_rates), peak_bandwidth=max(bandwidths, default=math.inf),
+                      cache_bytes=cache_bytes, threads=threads, peak_flop_rate=max(flop_rates),
+                      peak_bandwidth=max(bandwidths, default=math.inf),
                       spread_rel=spread, noise_floor_rel=noise_floor, meta=extra)
     models = [(s, r) for s, _, r in families.get("model", []) if math.isfinite(s)]
     return _with_composition(profile, models) if models else profile
 
 
 def _reference_steps(profile: Profile, models) -> list:
-    """Per reference-model visit: (measured s, predicted s without the composition terms, (fresh bytes,
-    backward ops, host events), label)."""
+    """Per reference-model visit: (measured s, predicted s without the composition terms, (autograd and
+    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label)."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import host_events, step_prediction, trace_step
-    from .op_costs import fresh_bytes
 
+    bare = Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=0.0), **dict.fromkeys(
+        ("train_host_extra", "conv_forward_extra", "backward_extra"), 0.0)})
     out = []
     for seconds, row in models:
         name, workload = row["name"].split("/")
@@ -283,34 +394,36 @@ def _reference_steps(profile: Profile, models) -> list:
         table, calls = trace_step(model, REFERENCE_MODELS[name], int(row["m"]), workload)
         records = table.to_dict("records")
         params = list(model.parameters())
-        step = step_prediction(profile, records, module_calls=calls, n_params=len(params),
+        step = step_prediction(bare, records, module_calls=calls, n_params=len(params),
                                param_bytes=sum(p.numel() * p.element_size() for p in params))
-        backward = sum(1 for r in records if r["phase"] == "backward" and r["launches"])
-        events = host_events(records, calls)
-        out.append((seconds, step["latency_s"], (sum(fresh_bytes(r) for r in records), backward, events),
+        features = (step["autograd_s"], host_events(records, calls), step["conv_forward_s"], step["backward_kernels_s"])
+        out.append((seconds, step["latency_s"], features,
                     dict(model=name, workload=workload, batch_size=int(row["m"]))))
     return out
 
 
 def _with_composition(profile: Profile, models) -> Profile:
-    """``profile`` with ``fresh_byte_s``, ``event_s`` and an extra ``backward_op_s`` fitted
-    (non-negative least squares of the relative residuals) to the reference models' measured steps,
-    and the fit's report in ``meta["reference_models"]``."""
+    """``profile`` with ``event_s`` (seconds per host event), ``train_host_extra`` (the extra share of a
+    training step's autograd and optimizer host work), ``conv_forward_extra`` (of a forward
+    convolution's time) and ``backward_extra`` (of a backward kernel's other than a convolution's)
+    fitted by non-negative least squares of the relative residuals to the reference
+    models' measured steps; the fit's report in ``meta["reference_models"]``."""
     from scipy.optimize import nnls
 
     steps = _reference_steps(profile, models)
     design = np.array([[f / measured for f in features] for measured, _, features, _ in steps])
     target = np.array([(measured - base) / measured for measured, base, _, _ in steps])
     coef, _ = nnls(design, target)
-    per_byte, per_op, per_event = (float(c) for c in coef)
-    overheads = dict(profile.overheads, fresh_byte_s=per_byte, event_s=per_event,
-                     backward_op_s=profile.overhead("backward_op_s") + per_op)
+    host_extra, per_event, conv_extra, backward_extra = (float(c) for c in coef)
     report = []
     for measured, base, features, label in steps:
         predicted = base + float(np.dot(coef, features))
         report.append(dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
                            uncorrected_s=base))
     meta = dict(profile.meta, reference_models=report,
-                composition_fit={"fresh_byte_s": per_byte, "backward_op_extra_s": per_op, "event_s": per_event})
+                composition_fit={"train_host_extra": host_extra, "event_s": per_event, "conv_forward_extra": conv_extra,
+                                 "backward_extra": backward_extra})
     error = float(np.median([abs(r["error"]) for r in report])) if report else 0.0
-    return Profile(**{**profile.__dict__, "overheads": overheads, "meta": meta, "model_error_rel": error})
+    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=per_event), "meta": meta,
+                      "model_error_rel": error, "train_host_extra": host_extra, "conv_forward_extra": conv_extra,
+                      "backward_extra": backward_extra})

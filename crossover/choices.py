@@ -17,3 +17,5 @@ BYTES_PER_ELEMENT = {"float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2}
 TRANSFERS = ("device", "pageable", "pinned")
 #: ``latency``: synchronise after every call; ``throughput``: once per block of calls.
 REGIMES = ("latency", "throughput")
+#: Shuffled interleaved rounds of short visits when timing a user's model (``crossover measure --model``).
+DEFAULT_ROUNDS = 30

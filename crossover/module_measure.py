@@ -24,16 +24,18 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from .choices import DEFAULT_ROUNDS
 from .statistics import QUIET_QUANTILE
 from .timing import TimerOptions, time_step
 
 __all__ = ["ROUND_OPTIONS", "measure_rounds", "summarise_rounds", "make_module_step", "measure_module",
            "DEFAULT_ROUNDS"]
 
-#: One visit of a point in a round: a 30 ms budget, at least 3 repeats (as ``crossover noise``).
-ROUND_OPTIONS = TimerOptions(warmup_s=0.01, min_warmup_calls=2, min_repeats=3, min_run_time_s=0.03,
-                             max_run_time_s=0.03, target_rel_ci=0.0)
-DEFAULT_ROUNDS = 10
+#: One visit of a point in a round: an 8 ms budget of 2 ms blocks, at least 2 repeats. Many short
+#: rounds beat few long ones on a shared machine: the 2-core VM's slow spells last 50 ms to seconds, so
+#: with 10 rounds of 30 ms some points got one quiet round (see ``experiments/suites/quick.toml``).
+ROUND_OPTIONS = TimerOptions(warmup_s=0.003, min_warmup_calls=1, min_repeats=2, min_run_time_s=0.008,
+                             max_run_time_s=0.008, target_rel_ci=0.0, min_block_s=0.002)
 
 
 def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOptions = ROUND_OPTIONS, seed: int = 0,

@@ -4,13 +4,17 @@
 (:func:`crossover.trace.trace_module`: fake tensors, nothing runs at full cost), costs every op on
 every profile (:func:`crossover.op_costs.op_cost`) and composes the step:
 
-- on a CPU: the sum of the ops' times (each including its dispatch), plus per step the host work no
+- on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
+  convolution's times ``1 + conv_forward_extra`` and a backward kernel's other than a convolution's
+  times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
+  reference models), plus per step the host work no
   op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
-  sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of large outputs
-  allocated afresh (glibc returns freed memory to the kernel and faults it in again: a cost no op
-  timed alone pays; fitted on reference models by the calibration), and for a training step
+  sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs of 32 MiB or
+  more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a
+  cost the calibration measures with a primitive of its own), and for a training step
   autograd's recording per forward op, the backward engine (once and per backward op) and the
-  optimizer (once and per parameter);
+  optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
+  real step than in the calibration's tight loops; fitted on reference models);
 - on a GPU: ``max(host time, device kernel time) + sync_s``, where the host time is ``launch_s`` per
   kernel plus the same host work, and the kernel times come from CUDA-event calibrations; plus the
   host→device copy of the input when ``transfer=True``.
@@ -96,8 +100,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     n_params : int
         Parameter tensors the optimizer updates (training steps).
     param_bytes : int
-        The model's parameter bytes: above the profile's last-level cache, matrix products are costed
-        with their weights cold.
+        The model's parameter bytes: above the profile's ``warm_bytes`` (on a CPU the private caches
+        of its threads: a step streams every weight once, so larger weights come back from the shared
+        cache or DRAM at each use), matrix products are costed with their weights cold.
     input_bytes : int
         Bytes of the input (the host→device copy on a GPU when ``transfer``).
     transfer : bool
@@ -109,20 +114,31 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     -------
     dict
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
-        ``copy_s``, ``overhead_s``, ``launches``, ``flops``, ``bytes``, ``weights`` ("hot"/"cold"),
+        ``copy_s``, ``overhead_s`` (host work no op records), ``autograd_s`` (of it, a training step's
+        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``conv_forward_s``
+        and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
+        of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
+        ``backward_extra``), ``launches``, ``flops``, ``bytes``, ``weights`` ("hot"/"cold"),
         ``launch_share``, ``memory_share``, ``compute_share``, ``bound``, ``kind_shares`` (dict),
         ``top_ops`` (list of dicts) and ``warnings`` (list of str).
     """
     on_gpu = profile.device == "cuda"
-    cold = param_bytes > profile.llc_bytes
+    cold = param_bytes > profile.warm_bytes
     o = profile.overhead
     host = device = floors = memory = compute = 0.0
     launches = flops = moved = 0
-    fresh = 0.0
+    fresh = conv_forward = backward_kernels = 0.0
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
     for row in rows:
         cost = op_cost(profile, row, cold=cold)
+        base = cost
+        if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
+            cost = _scaled(cost, 1.0 + profile.conv_forward_extra)
+            conv_forward += _beyond_floor(base, on_gpu)
+        elif row.get("phase") == "backward" and cost.family not in ("conv_backward", "view"):
+            cost = _scaled(cost, 1.0 + profile.backward_extra)
+            backward_kernels += _beyond_floor(base, on_gpu)
         time_s = cost.device_s if on_gpu else cost.host_s
         host += cost.host_s
         device += cost.device_s
@@ -144,10 +160,12 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
     overhead = (module_calls * o("module_call_s") + fresh * o("fresh_byte_s")
                 + host_events(rows, module_calls) * o("event_s"))
+    autograd = 0.0
     if train:
-        overhead += (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
-                     + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
-                     + n_params * o("optimizer_param_s"))
+        autograd = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
+                    + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
+                    + n_params * o("optimizer_param_s")) * (1.0 + profile.train_host_extra)
+        overhead += autograd
     host += overhead
     sync = o("sync_s") if on_gpu else 0.0
     copy = 0.0
@@ -173,12 +191,28 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                for t, row, cost in costs[:top]]
     return dict(latency_s=latency, latency_low_s=latency * (1 - r), latency_high_s=latency * (1 + r),
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
+                autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],
                 bound=max(shares, key=shares.get),
                 kind_shares={k: v / latency for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])}
                 if latency else {},
                 top_ops=top_ops, warnings=warnings)
+
+
+def _beyond_floor(cost, on_gpu: bool) -> float:
+    return (cost.device_s if on_gpu else cost.host_s) - cost.floor_s
+
+
+def _scaled(cost, factor: float):
+    """``cost`` with its time beyond the floor (on the device where it has device time) times ``factor``."""
+    import dataclasses
+
+    if cost.device_s:
+        return dataclasses.replace(cost, device_s=cost.floor_s + (cost.device_s - cost.floor_s) * factor,
+                                   compute_s=cost.compute_s * factor)
+    return dataclasses.replace(cost, host_s=cost.floor_s + (cost.host_s - cost.floor_s) * factor,
+                               compute_s=cost.compute_s * factor)
 
 
 def _sample(example_input, sample_shape, batch_sizes, input_dtype):

@@ -7,10 +7,14 @@ bounds it. How each kind is costed:
 
 - ``matmul``: the calibration grid of seconds over rows ``M`` (the output's rows, batch dimensions
   included) × weight elements ``K·N`` (from the op's FLOPs), interpolated in log-log space; the
-  ``matmul_cold`` grid (weights cycled through DRAM) when the model's parameters exceed the last-level
-  cache; past the grid the extra FLOPs run at the edge's rate.
+  ``matmul_cold`` grid (weights cycled through DRAM) when the model's parameters exceed the warm
+  caches (:attr:`crossover.profiles.Profile.warm_bytes`); past the grid the extra FLOPs run at the
+  edge's rate. A product with a short inner dimension (``K`` ≤ :data:`OUTER_MAX_K` and below ``M`` and
+  ``N``: a weight gradient at a small batch) on the ``matmul_outer`` grid over ``K`` × ``M·N``.
 - ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
-  forward and backward on their own grids (a profile without them: seconds against FLOPs).
+  forward and backward on their own grids, one per calibrated image side (interpolated in log time
+  against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
+  (:func:`conv_backend`; a profile without grids: seconds against FLOPs).
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -31,13 +35,14 @@ composes them as ``max(host, device)`` per step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
 from .profiles import Profile
 
-__all__ = ["OpCost", "op_cost", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims", "attention_flops",
-           "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
+__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+           "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
 MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic")
@@ -58,9 +63,11 @@ _KNOWN_OTHER = {
              "_embedding_bag", "diag_embed", "narrow_copy", "split_with_sizes_copy", "unbind_copy"},
 }
 _FAMILY_OF = {name: family for family, names in _KNOWN_OTHER.items() for name in names}
-#: Outputs from this size on are allocated by glibc outside its small-chunk pools (its default
-#: ``M_MMAP_THRESHOLD``): fresh memory that may have to be faulted in again every step.
-FRESH_MIN_BYTES = 128 * 2**10
+#: Outputs from this size on are mapped afresh by glibc at every allocation and faulted in page by
+#: page (its mmap threshold rises to the largest block freed, but never past
+#: ``DEFAULT_MMAP_THRESHOLD_MAX``, 32 MiB on 64-bit Linux); smaller blocks are reused from its heap.
+#: Measured on the 2-core VM: a 32 MiB ``empty().fill_()`` faults 8193 pages every call, 31.9 MiB none.
+FRESH_MIN_BYTES = 32 * 2**20
 #: Views a fused op makes inside (splitting heads, transposes); each costs a view on the host.
 _FUSED_VIEWS = 8
 
@@ -148,12 +155,37 @@ def _gemm_dims(m: int, row: Mapping):
 
 def fresh_bytes(row: Mapping) -> float:
     """Bytes of the op's outputs of at least :data:`FRESH_MIN_BYTES` that it allocates (0 for views and
-    in-place ops): memory a step may fault in afresh (see :mod:`crossover.module_predict`)."""
-    if int(row.get("launches", 1) or 0) == 0 or _name(row.get("op", "")).endswith("_"):
+    in-place ops): memory every step faults in afresh (see :mod:`crossover.module_predict`)."""
+    name = _name(row.get("op", ""))
+    if int(row.get("launches", 1) or 0) == 0 or name.endswith("_"):
         return 0.0
+    fused = _fused_rows(name, row)
+    if fused is not None:  # the outputs of the kernels inside (an encoder layer's feed-forward hidden layer)
+        return float(sum(fresh_bytes(sub) for sub in fused))
     e = _element_size(row)
     sizes = [e * _prod(s) for s in row.get("output_shapes") or ()]
     return float(sum(b for b in sizes if b >= FRESH_MIN_BYTES))
+
+
+def conv_backend(row: Mapping, threads: int = 0) -> str:
+    """Which CPU kernel PyTorch runs a float32 2-D convolution row with: ``"mkldnn"`` (oneDNN) or
+    ``"native"`` (im2col + GEMM), by the rule of ``ConvParams::use_mkldnn`` in ATen's
+    ``Convolution.cpp``: oneDNN unless the kernel is 1×1 on one thread with a batch under 16 and
+    stride and dilation 1, or unless the batch is a single image of at most 20480 elements with a
+    kernel of at most 3 in some dimension and one group. ``threads`` 0 counts as several. Stride and
+    groups are read off the shapes (a strided convolution's output is smaller than its padded input
+    allows; groups = input channels / weight's input channels)."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    x, w = (shapes[1:3] if backward else shapes[:2]) if len(shapes) >= 2 + backward else (None, None)
+    if x is None or w is None or len(x) != 4 or len(w) != 4:
+        return "mkldnn"
+    out = shapes[0] if backward else tuple((row.get("output_shapes") or [()])[0])
+    strided = len(out) == 4 and out[-1] < x[-1] - w[-1] + 1  # stride 1 gives at least this, whatever the padding
+    groups = x[1] // w[1] if w[1] else 1
+    one_by_one_single = w[-1] == 1 and w[-2] == 1 and threads == 1 and x[0] < 16 and not strided
+    small_single = groups == 1 and not (w[-1] > 3 and w[-2] > 3) and x[0] <= 1 and _prod(x) <= 20480
+    return "native" if one_by_one_single or small_single else "mkldnn"
 
 
 def attention_flops(op: str, input_shapes) -> float:
@@ -244,16 +276,90 @@ def _family(row: Mapping, name: str) -> str:
     return _FAMILY_OF.get(name, "generic")
 
 
+#: Products whose inner dimension is at most this (and shorter than both outer ones) are costed on the
+#: ``matmul_outer`` grid: weight gradients at small batches.
+OUTER_MAX_K = 64
+
+
+def _outer_k(row: Mapping, dims) -> float:
+    """The inner dimension ``K`` of a matrix product row when it is short (see :data:`OUTER_MAX_K`),
+    else None."""
+    outputs = row.get("output_shapes") or ()
+    if dims is None or not outputs or len(tuple(outputs[0])) < 2:
+        return None
+    m, kn = dims
+    n = float(tuple(outputs[0])[-1])
+    k = kn / n if n else 0.0
+    return k if 0 < k <= OUTER_MAX_K and k < min(m, n) else None
+
+
+def _both_gradients(row: Mapping, dims: tuple) -> tuple:
+    """``((M, K·N), share)`` of a convolution backward row on the calibration's terms: ``K·N`` of the
+    input and weight gradients both (as calibrated: ``2·C_in·k²·C_out`` from the weight's shape), and the
+    share of that work the row does (½ for the first layer's weight gradient alone)."""
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    if len(shapes) < 3 or len(shapes[2]) != 4:
+        return dims, 1.0
+    both = 2.0 * _prod(shapes[2])
+    return (dims[0], both), min(dims[1] / both, 1.0)
+
+
+def _sized_grids(profile: Profile, base: str) -> dict:
+    """``{image side: grid}`` of the profile's grids named ``base@side`` (an older profile's single
+    ``base`` grid: side 0)."""
+    out = {}
+    for key, grid in profile.grids.items():
+        stem, _, side = key.partition("@")
+        if stem == base:
+            out[int(side) if side else 0] = grid
+    return out
+
+
+def _conv_side(row: Mapping) -> float:
+    """The side of the convolution's square-equivalent output image (the gradient's, for a backward op)."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = (row.get("input_shapes") or ()) if backward else (row.get("output_shapes") or ())
+    out = tuple(shapes[0]) if shapes else ()
+    return math.sqrt(_prod(out[2:])) if len(out) > 2 else 0.0
+
+
+def _conv_grid_time(profile: Profile, base: str, dims: tuple, side: float):
+    """Seconds from the ``base`` grids at ``dims``, interpolated in log time against log image side
+    between the two calibrated sides around ``side`` (the nearest one outside them); None without any."""
+    grids = _sized_grids(profile, base)
+    if not grids:
+        return None
+    sides = sorted(grids)
+    if len(sides) == 1 or side <= 0:
+        return grids[sides[0]](*dims)
+    lo = max([s for s in sides if s <= side], default=sides[0])
+    hi = min([s for s in sides if s >= side], default=sides[-1])
+    if lo == hi:
+        return grids[lo](*dims)
+    w = math.log(side / lo) / math.log(hi / lo)
+    return math.exp((1 - w) * math.log(grids[lo](*dims)) + w * math.log(grids[hi](*dims)))
+
+
 def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bool):
     """Seconds from the family's calibration, or None when the profile lacks it."""
     if family == "matmul":
         dims = matmul_dims(row)
+        outer = profile.grids.get("matmul_outer")
+        inner = _outer_k(row, dims) if outer is not None and "bmm" not in name else None
+        if inner is not None:
+            return outer(inner, dims[0] * dims[1] / inner)
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
         grid = grid or profile.grids.get("matmul")
         return None if dims is None or grid is None else grid(*dims)
-    if family in ("conv", "conv_backward") and family in profile.grids:
+    if family in ("conv", "conv_backward") and _sized_grids(profile, family):
         dims = conv_dims(row)
-        return None if dims is None else profile.grids[family](*dims)
+        if dims is None:
+            return None
+        dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
+        native = conv_backend(row, profile.threads) == "native"
+        seconds = _conv_grid_time(profile, f"{family}_native", dims, _conv_side(row)) if native else None
+        seconds = seconds if seconds is not None else _conv_grid_time(profile, family, dims, _conv_side(row))
+        return seconds * share
     if family in ("conv", "conv_backward", "attention"):
         x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
              else float(row.get("flops") or 0))

@@ -1,6 +1,6 @@
 """A device's calibration profile: the per-op cost primitives that :mod:`crossover.op_costs` composes.
 
-``crossover calibrate`` (:mod:`crossover.calibrate`) measures primitives into ``DIR/calibration.csv``
+``crossover calibrate`` (:mod:`crossover.calibrate`) measures primitives into ``DIR/calibration.csv.gz``
 and condenses them into ``DIR/profile.json``, read back here as a :class:`Profile`:
 
 ``overheads``
@@ -8,19 +8,23 @@ and condenses them into ``DIR/profile.json``, read back here as a :class:`Profil
     ``module_call_s`` (calling an ``nn.Module``), ``grad_record_s`` (autograd's extra work per op of a
     forward pass that records a graph), ``backward_call_s`` and ``backward_op_s`` (the engine, once
     per ``backward()`` and per backward op), ``optimizer_step_s`` and ``optimizer_param_s`` (SGD's
-    ``zero_grad`` + ``step``, once and per parameter), ``fresh_byte_s`` (per byte of large outputs a
-    step allocates afresh) and ``event_s`` (per op or module call of a step: fitted on reference
-    models); on CUDA also ``launch_s`` (host time per
+    ``zero_grad`` + ``step``, once and per parameter), ``fresh_byte_s`` (per byte of outputs of 32 MiB
+    or more, which a step faults in afresh) and ``event_s`` (per op or module call of a step: fitted
+    on reference models); on CUDA also ``launch_s`` (host time per
     kernel launch) and ``sync_s`` (one ``torch.cuda.synchronize``).
 ``grids``
     :class:`Grid` of seconds over rows ``M`` × ``K·N``: ``"matmul"`` (a matrix product whose weight
     stays in cache: the same weight every call), ``"matmul_cold"`` (cycling over weight copies larger
     than the last-level cache), ``"conv"`` and ``"conv_backward"`` (``M`` the output pixels of the
-    batch, ``K·N`` = ``C_in·k²·C_out``: the implicit GEMM of a convolution).
+    batch, ``K·N`` = ``C_in·k²·C_out``: the implicit GEMM of a convolution, with the kernels PyTorch
+    picks), ``"conv_native"`` and ``"conv_backward_native"`` (the same with oneDNN off: the im2col
+    path PyTorch takes for a single small image, see :func:`crossover.op_costs.conv_backend`); the
+    convolution grids come one per calibrated image side, named ``"conv@16"``, ``"conv@32"``, ...
 ``curves``
     :class:`Curve` of seconds against bytes moved (``elementwise``, ``reduction``, ``pool``,
     ``pool_backward``, ``copy``, ``rng``) or FLOPs (``attention``); on CUDA ``h2d`` against bytes copied.
-``spread_rel``, ``noise_floor_rel``, ``model_error_rel``
+``spread_rel``, ``noise_floor_rel``, ``model_error_rel``, ``train_host_extra``, ``conv_forward_extra``,
+    ``backward_extra``
     The calibration's round-to-round relative spread per family, its drift reference's, and the median
     relative error of composed predictions on the calibration's reference models.
 
@@ -46,7 +50,7 @@ __all__ = ["Curve", "Grid", "Profile", "PROFILE_SCHEMA", "PROFILE_NAME", "CALIBR
 
 PROFILE_SCHEMA = {"name": "crossover.profile", "version": 1}
 PROFILE_NAME = "profile.json"
-CALIBRATION_CSV = "calibration.csv"
+CALIBRATION_CSV = "calibration.csv.gz"
 #: The overheads every profile has (0 where a profile lacks one).
 OVERHEADS = ("dispatch_s", "view_s", "module_call_s", "grad_record_s", "backward_call_s", "backward_op_s",
              "optimizer_step_s", "optimizer_param_s", "fresh_byte_s", "event_s", "launch_s", "sync_s")
@@ -174,15 +178,29 @@ class Profile:
     device: str
     machine: str
     overheads: Mapping
-    grids: Mapping  # "matmul", "matmul_cold", "conv", "conv_backward" -> Grid
+    grids: Mapping  # "matmul", "matmul_cold", "conv", "conv_backward", "conv_native", ... -> Grid
     curves: Mapping  # family -> Curve
     llc_bytes: int = 32 * 2**20
     threads: int = 0
+    #: Where a step's weights stay warm from one use to the next: on a CPU the private (L2) caches of
+    #: the threads used, on a GPU its L2; 0 when unknown (then ``llc_bytes``).
+    cache_bytes: int = 0
     peak_flop_rate: float = math.inf
     peak_bandwidth: float = math.inf  # bytes/s
     spread_rel: Mapping = field(default_factory=dict)
     noise_floor_rel: float = 0.0
     model_error_rel: float = 0.0  # median |error| of the composed prediction on the reference models
+    #: A training step's autograd and optimizer host work (recording, engine, SGD) costs ``1 +`` this
+    #: times its tight-loop calibration: fitted on the reference models (the interpreter and engine run
+    #: cold after a backward pass; on the 2-core VM ``SGD.step`` takes 23 µs alone, 49-66 µs in a step:
+    #: ``experiments/bench_in_model.py``).
+    train_host_extra: float = 0.0
+    #: A convolution's forward in a model costs ``1 +`` this times the same convolution repeated alone
+    #: (fitted on the reference models; LeNet-5's under the profiler on the 2-core VM: 0.8-1.4 times).
+    conv_forward_extra: float = 0.0
+    #: The same for a training step's backward kernels other than convolutions (weight and input
+    #: gradients, elementwise backward ops): fitted on the reference models.
+    backward_extra: float = 0.0
     meta: Mapping = field(default_factory=dict)
     path: Optional[str] = None
 
@@ -190,18 +208,26 @@ class Profile:
     def label(self) -> str:
         return f"{self.machine}/{self.device}"
 
+    @property
+    def warm_bytes(self) -> int:
+        """Weights up to this size are costed hot (see ``cache_bytes``), larger ones cold."""
+        return self.cache_bytes or self.llc_bytes
+
     def overhead(self, name: str) -> float:
         return float(self.overheads.get(name, 0.0) or 0.0)
 
     def to_json(self) -> dict:
         return {"schema": PROFILE_SCHEMA, "device": self.device, "machine": self.machine,
-                "threads": self.threads, "llc_bytes": self.llc_bytes, "overheads": dict(self.overheads),
+                "threads": self.threads, "llc_bytes": self.llc_bytes, "cache_bytes": self.cache_bytes,
+                "overheads": dict(self.overheads),
                 "grids": {name: grid.to_json() for name, grid in self.grids.items()},
                 "curves": {name: curve.to_json() for name, curve in self.curves.items()},
                 "peak_flop_rate": _finite_or_none(self.peak_flop_rate),
                 "peak_bandwidth_bytes_per_s": _finite_or_none(self.peak_bandwidth),
                 "spread_rel": dict(self.spread_rel), "noise_floor_rel": self.noise_floor_rel,
-                "model_error_rel": self.model_error_rel, **dict(self.meta)}
+                "model_error_rel": self.model_error_rel, "train_host_extra": self.train_host_extra,
+                "conv_forward_extra": self.conv_forward_extra, "backward_extra": self.backward_extra,
+                **dict(self.meta)}
 
     @classmethod
     def from_json(cls, data: Mapping, path: Optional[str] = None) -> "Profile":
@@ -209,18 +235,23 @@ class Profile:
         if schema.get("name") != PROFILE_SCHEMA["name"] or schema.get("version") != PROFILE_SCHEMA["version"]:
             raise ResultsError(f"{path or 'the profile'} is not a crossover profile of version "
                                f"{PROFILE_SCHEMA['version']} (schema {schema or 'missing'})")
-        known = {"schema", "device", "machine", "threads", "llc_bytes", "overheads", "grids", "curves",
-                 "peak_flop_rate", "peak_bandwidth_bytes_per_s", "spread_rel", "noise_floor_rel", "model_error_rel"}
+        known = {"schema", "device", "machine", "threads", "llc_bytes", "cache_bytes", "overheads", "grids", "curves",
+                 "peak_flop_rate", "peak_bandwidth_bytes_per_s", "spread_rel", "noise_floor_rel", "model_error_rel",
+                 "train_host_extra", "conv_forward_extra", "backward_extra"}
         try:
             return cls(
                 device=str(data["device"]), machine=str(data["machine"]), overheads=dict(data["overheads"]),
                 grids={name: Grid.from_json(g) for name, g in data["grids"].items() if g},
                 curves={name: Curve.from_json(c) for name, c in data["curves"].items() if c},
                 llc_bytes=int(data.get("llc_bytes") or 32 * 2**20), threads=int(data.get("threads") or 0),
+                cache_bytes=int(data.get("cache_bytes") or 0),
                 peak_flop_rate=_none_to_inf(data.get("peak_flop_rate")),
                 peak_bandwidth=_none_to_inf(data.get("peak_bandwidth_bytes_per_s")),
                 spread_rel=dict(data.get("spread_rel") or {}), noise_floor_rel=float(data.get("noise_floor_rel") or 0),
                 model_error_rel=float(data.get("model_error_rel") or 0),
+                train_host_extra=float(data.get("train_host_extra") or 0),
+                conv_forward_extra=float(data.get("conv_forward_extra") or 0),
+                backward_extra=float(data.get("backward_extra") or 0),
                 meta={k: v for k, v in data.items() if k not in known}, path=path)
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{path or 'the profile'} is malformed: {type(exc).__name__}: {exc}") from None

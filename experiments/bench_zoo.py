@@ -1,34 +1,41 @@
 """Predicted against measured: the zoo's models on this machine, from its calibration profile alone.
 
-    python experiments/bench_zoo.py [--profile DIR] [--rounds 10] [--batch-sizes 1,8,64,512] [--csv PATH]
+    python experiments/bench_zoo.py [--plan full|quick] [--out DIR] [--batch-sizes 1,8,64,512] [--csv PATH]
+    python experiments/bench_zoo.py --profile DIR [--rounds 30] ...
 
 For every model of ``experiments/zoo`` (the MNIST MLP forward and training step, LeNet-5, a Transformer
-encoder layer, the toy model) at each batch size, the step latency is first predicted from the
-profile (``crossover.predict_module``: no measurement of these models is used), then measured in the
-same run: every (model, workload, batch size) step in one set of shuffled interleaved rounds
-(``crossover.module_measure.measure_rounds``; latency = the 10th percentile of the pooled repeats, the
-statistic the calibration used). Prints one line per point with the error of the prediction, then
+encoder layer, the toy model) at each batch size, the step latency is predicted from a calibration
+profile alone (``crossover.predict_module``: no measurement of these models is used) and compared
+with the step measured in the same run (latency = the 10th percentile of the pooled repeats, the
+statistic the calibration uses). Prints one line per point with the error of the prediction, then
 per model the median and worst |error| against the target (median ≤ 10%, worst ≤ 25%).
 
-The profile defaults to this machine's shipped one (``experiments/profiles/<machine>/profile.json``);
-make it with ``crossover calibrate --device cpu --out DIR``. Run it on a quiet machine: another
-process on the cores slows the measurement, not the prediction.
+By default the calibration itself is part of the run: the zoo's steps are timed in the same shuffled
+rounds as the plan's primitives (``crossover.calibrate.measure_calibration(extra_steps=...)``), so the
+machine's drift (this VM's two-thread ops run 40 µs in one minute and 170 µs in another) falls on
+both alike; the profile, built from the primitives only, is written to ``--out`` (to ship it:
+``--out experiments/profiles/<machine>``). With ``--profile DIR`` an existing profile is used and the
+zoo is measured in rounds of its own. Run it on a quiet machine: another process on the cores slows
+the measurement, not the prediction.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from crossover.env import machine_label
-from crossover.module_measure import example_input, make_module_step, measure_rounds, summarise_rounds
+from crossover.calibrate import measure_calibration, save_calibration
+from crossover.calibration_plan import PLANS
+from crossover.module_measure import (DEFAULT_ROUNDS, ROUND_OPTIONS, example_input, make_module_step, measure_rounds,
+                                      summarise_rounds)
 from crossover.module_predict import predict_module
-from crossover.profiles import load_profile, shipped_profiles_dir
-from crossover.timing import TimerOptions
+from crossover.profiles import load_profile
 from crossover.units import format_seconds
 from crossover.user_model import load_factory
 
@@ -36,32 +43,42 @@ ZOO = Path(__file__).resolve().parent / "zoo"
 #: (name, workloads) of the zoo's models.
 MODELS = (("mnist_mlp", ("forward", "train")), ("lenet5", ("forward",)), ("transformer_layer", ("forward",)),
           ("toy", ("forward",)))
-#: One visit of a step per round: blocks of 10 ms as the calibration's, one warm-up call.
-OPTIONS = TimerOptions(warmup_s=0.01, min_warmup_calls=1, min_repeats=3, min_run_time_s=0.03, max_run_time_s=0.03,
-                       target_rel_ci=0.0)
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", type=Path, default=None,
-                        help="calibration profile directory (default: experiments/profiles/<this machine>)")
-    parser.add_argument("--rounds", type=int, default=10, help="interleaved measuring rounds (default 10)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--plan", choices=("full", "quick"), default="full",
+                        help="calibrate with this plan, the zoo timed in the same rounds (default full)")
+    source.add_argument("--profile", type=Path, default=None,
+                        help="predict from this existing profile directory instead, the zoo timed on its own")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="with --plan: write calibration.csv.gz and profile.json here (default: a temporary "
+                             "directory); an existing profile there is overwritten")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"interleaved rounds of 8 ms visits (default: the plan's; with --profile "
+                             f"{DEFAULT_ROUNDS})")
     parser.add_argument("--batch-sizes", default="1,8,64,512", help="comma-separated (default 1,8,64,512)")
     parser.add_argument("--models", default=",".join(name for name, _ in MODELS), help="comma-separated zoo models")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
-    profile = load_profile(args.profile or shipped_profiles_dir() / machine_label())
-    if profile.device != "cpu":
-        parser.error(f"{profile.path} is a {profile.device} profile; this benchmark measures on the CPU")
+    if args.profile is not None:
+        profile = load_profile(args.profile)
+        if profile.device != "cpu":
+            parser.error(f"{profile.path} is a {profile.device} profile; this benchmark measures on the CPU")
     batch_sizes = tuple(int(b) for b in args.batch_sizes.split(","))
     wanted = args.models.split(",")
 
     import pandas as pd
     import torch
 
-    predictions, steps = [], []
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    models = []  # (name, workload, model, sample shape)
     for name, workloads in MODELS:
         if name not in wanted:
             continue
@@ -69,24 +86,35 @@ def main(argv=None) -> int:
         shape = tuple(factory.__globals__["INPUT_SHAPE"])
         for workload in workloads:
             torch.manual_seed(0)
-            model = factory()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                frame = predict_module(model, sample_shape=shape, batch_sizes=batch_sizes, profiles=[profile],
-                                       workload=workload)
-            for note in dict.fromkeys(str(w.message) for w in caught):
-                print(f"warning ({name} {workload}): {note}", file=sys.stderr)
-            for row in frame.itertuples():
-                predictions.append(dict(model=name, workload=workload, batch_size=row.batch_size,
-                                        predicted_s=row.latency_s, low_s=row.latency_low_s, high_s=row.latency_high_s,
-                                        bound=row.bound))
-            for batch in batch_sizes:
-                step = make_module_step(model, example_input(shape, batch), workload)
-                steps.append(((name, workload, batch), step))
-    print(f"profile {profile.path} ({profile.label}, {profile.meta.get('plan', '?')} plan, "
-          f"{profile.threads} threads); measuring {len(steps)} steps in {args.rounds} interleaved rounds, "
-          f"{torch.get_num_threads()} threads", file=sys.stderr)
-    visits = measure_rounds(steps, rounds=args.rounds, options=OPTIONS, seed=args.seed)
+            models.append((name, workload, factory(), shape))
+    steps = [((name, workload, batch), make_module_step(model, example_input(shape, batch), workload))
+             for name, workload, model, shape in models for batch in batch_sizes]
+    if args.profile is not None:
+        rounds = args.rounds or DEFAULT_ROUNDS
+        print(f"profile {profile.path} ({profile.label}, {profile.meta.get('plan', '?')} plan); measuring "
+              f"{len(steps)} steps in {rounds} interleaved rounds, {torch.get_num_threads()} threads", file=sys.stderr)
+        visits = measure_rounds(steps, rounds=rounds, options=ROUND_OPTIONS, seed=args.seed)
+    else:
+        plan = PLANS[args.plan] if args.rounds is None else dataclasses.replace(PLANS[args.plan], rounds=args.rounds)
+        out = args.out or Path(tempfile.mkdtemp(prefix="bench_zoo_"))
+        print(f"calibrating with the {plan.name} plan, {plan.rounds} rounds, the {len(steps)} zoo steps in the same "
+              f"rounds, {torch.get_num_threads()} threads -> {out}", file=sys.stderr)
+        run = measure_calibration("cpu", plan, seed=args.seed, threads=args.threads, extra_steps=steps)
+        profile = save_calibration(out, run)
+        visits = run.extra_visits
+        print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
+    predictions = []
+    for name, workload, model, shape in models:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = predict_module(model, sample_shape=shape, batch_sizes=batch_sizes, profiles=[profile],
+                                   workload=workload)
+        for note in dict.fromkeys(str(w.message) for w in caught):
+            print(f"warning ({name} {workload}): {note}", file=sys.stderr)
+        for row in frame.itertuples():
+            predictions.append(dict(model=name, workload=workload, batch_size=row.batch_size,
+                                    predicted_s=row.latency_s, low_s=row.latency_low_s, high_s=row.latency_high_s,
+                                    bound=row.bound))
     table = pd.DataFrame(predictions)
     measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
     table["measured_s"] = [measured[(r.model, r.workload, r.batch_size)]["latency_s"] for r in table.itertuples()]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from crossover.calibrate import build_profile, read_calibration, run_calibration
-from crossover.calibration_plan import PLANS, llc_bytes, make_step, points
+from crossover.calibration_plan import FRESH_PROBE_BYTES, PLANS, llc_bytes, make_step, points
 from crossover.profiles import load_profile
 from test_cli import assert_clean_error
 
@@ -23,8 +23,12 @@ def test_tiny_calibration_writes_a_readable_profile(tmp_path):
     assert loaded.overheads["dispatch_s"] > 0 and loaded.overheads["view_s"] > 0
     assert set(loaded.curves) >= {"elementwise", "reduction", "attention"}
     assert loaded.grids["matmul"].m == (1, 16) and loaded.grids["matmul"].kn == (256, 4096)
-    assert set(loaded.grids) == {"matmul", "matmul_cold", "conv", "conv_backward"} and "pool" in loaded.curves
-    assert loaded.grids["conv"].m == (64,) and loaded.grids["conv"].kn == (36, 72)  # 1 image of 8 × 8
+    assert set(loaded.grids) == {"matmul", "matmul_cold", "matmul_outer", "conv@8", "conv_backward@8",
+                                 "conv_native@8", "conv_backward_native@8"} and "pool" in loaded.curves
+    assert loaded.grids["conv@8"].m == (64,) and loaded.grids["conv@8"].kn == (36, 72)  # 1 image of 8 × 8
+    assert loaded.grids["conv_native@8"].m == (64, 128)  # 1 and 2 images
+    assert loaded.grids["matmul_outer"].m == (1, 8) and loaded.grids["matmul_outer"].kn == (256, 4096)  # K × M·N
+    assert loaded.cache_bytes > 0 and loaded.overheads["fresh_byte_s"] >= 0
     assert loaded.llc_bytes == llc_bytes() and loaded.meta["environment"]["cpu_model"]
     rows = read_calibration(tmp_path / "p")
     assert {r["round"] for r in rows} == {0, 1} and sum(r["reference"] for r in rows) == 2
@@ -52,7 +56,9 @@ def test_overheads_are_derived_from_the_chains():
             _row("chain_train", 1.7 * us + 30 * us + 3 * us + 2 * us, n=1),
             _row("chain_train", 25.7 * us + 30 * us + 17 * 3 * us + 2 * us, n=17),
             # SGD: 10 µs per step, 1 µs (add_) + 0.5 µs per parameter
-            _row("sgd", 11.5 * us, n=1), _row("sgd", 10 * us + 16 * 1.5 * us, n=16)]
+            _row("sgd", 11.5 * us, n=1), _row("sgd", 10 * us + 16 * 1.5 * us, n=16),
+            # page faults: 0.25 ns per byte of the 40 MiB probe
+            _row("fresh_fill", 1e-3 + 0.25e-9 * FRESH_PROBE_BYTES), _row("reuse_fill", 1e-3)]
     rows += [_row("addmm", 1e-6 * m * k / 64, family="matmul", m=m, k=k, x=2.0 * m * k * k) for m in (1, 64)
              for k in (8, 64)]
     rows += [_row("add", 1e-6 + x / 1e10, family="elementwise", x=x) for x in (1e3, 1e6)]
@@ -62,6 +68,7 @@ def test_overheads_are_derived_from_the_chains():
     assert o["grad_record_s"] == pytest.approx(0.5 * us)
     assert o["backward_op_s"] == pytest.approx(2 * us) and o["backward_call_s"] == pytest.approx(30 * us)
     assert o["optimizer_param_s"] == pytest.approx(0.5 * us) and o["optimizer_step_s"] == pytest.approx(10 * us)
+    assert o["fresh_byte_s"] == pytest.approx(0.25e-9)
     assert profile.grids["matmul"](64, 64 * 64) == pytest.approx(64e-6)
     assert profile.peak_bandwidth == pytest.approx(1e6 / (1e-6 + 1e6 / 1e10))
 

@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+from ..choices import DEFAULT_ROUNDS
 from ..units import format_quantity, format_range, format_seconds
 from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
                    positive_int_list, print_json)
@@ -58,8 +59,9 @@ def add_measure(sub) -> None:
     p.add_argument("--raw", action="store_true", help="include the raw per-repeat times in --json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_model_options(p)
-    p.add_argument("--rounds", type=positive_int, default=10,
-                   help="with --model: interleaved rounds over the batch sizes (default 10)")
+    p.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
+                   help=f"with --model: interleaved rounds of 8 ms visits over the batch sizes "
+                        f"(default {DEFAULT_ROUNDS})")
     p.set_defaults(func=_cmd_measure)
 
 

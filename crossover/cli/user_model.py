@@ -196,16 +196,16 @@ def add_calibrate(sub) -> None:
             "last-level cache, convolutions, elementwise ops and reductions from 1K to 16M elements, "
             "attention; on CUDA also synchronisation and host-to-device copies) and the whole steps of two "
             "small reference models (which calibrate what composing ops costs beyond their sum) in "
-            "shuffled interleaved rounds with a drift reference, and write DIR/calibration.csv and "
+            "shuffled interleaved rounds with a drift reference, and write DIR/calibration.csv.gz and "
             "DIR/profile.json."
         ),
         epilog="example: crossover calibrate --device cpu --out experiments/profiles/amd-epyc-2c --quick",
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to calibrate (default cpu)")
-    p.add_argument("--out", type=Path, required=True, help="directory for profile.json and calibration.csv")
+    p.add_argument("--out", type=Path, required=True, help="directory for profile.json and calibration.csv.gz")
     plan = p.add_mutually_exclusive_group()
-    plan.add_argument("--quick", action="store_true", help="coarser grids and 4 rounds: about a minute on 2 cores "
-                                                           "(default: the full plan, 12 rounds, several minutes)")
+    plan.add_argument("--quick", action="store_true", help="coarser grids and 8 rounds: about 70 s on 2 cores "
+                                                           "(default: the full plan, 30 rounds, about 10 minutes)")
     plan.add_argument("--smoke", action="store_true", help="a few seconds, to check the installation (too coarse "
                                                            "to predict with)")
     p.add_argument("--rounds", type=positive_int, help="rounds instead of the plan's")

@@ -1,0 +1,115 @@
+"""What ops cost inside a model against the same ops repeated alone (the composition terms' evidence).
+
+    python experiments/bench_in_model.py [--steps 3000]
+
+Two measurements, each in one process within a minute, so that the machine's drift falls on both:
+
+1. The MNIST MLP's training step at batch 1, 8 and 64, each phase timed inside the step
+   (``zero_grad``, forward, loss, backward, ``SGD.step``; the 10th percentile over the steps), against
+   the same ``SGD.step`` called alone on the same gradients.
+2. LeNet-5's convolutions and max-pooling, forward at batch 1, 8 and 64: self time per call under
+   ``torch.profiler`` inside the model against the same layer called alone on the same input.
+
+A calibration times each primitive alone, back to back; the gap between the two columns is what the
+profile's composition terms (``train_host_extra``, ``conv_forward_extra``, ``backward_extra``,
+fitted on reference models) stand for. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+from crossover.user_model import load_factory
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def _phases(batch: int, steps: int) -> tuple:
+    """(p10 µs of zero_grad, forward, loss, backward, step, whole step; p10 µs of SGD.step alone)."""
+    torch.manual_seed(0)
+    model = load_factory(f"{ZOO / 'mnist_mlp'}.py:model")()
+    x, target = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, foreach=False)
+    clock, laps = time.perf_counter, []
+    for i in range(steps):
+        t0 = clock()
+        optimizer.zero_grad()
+        t1 = clock()
+        out = model(x)
+        t2 = clock()
+        loss = F.cross_entropy(out, target)
+        t3 = clock()
+        loss.backward()
+        t4 = clock()
+        optimizer.step()
+        t5 = clock()
+        if i >= steps // 10:  # warm-up
+            laps.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0))
+    alone = []
+    for _ in range(steps):
+        t0 = clock()
+        optimizer.step()
+        alone.append(clock() - t0)
+    return tuple(np.percentile(np.array(laps) * 1e6, 10, axis=0)), float(np.percentile(alone, 10) * 1e6)
+
+
+def _self_us(prof, names) -> dict:
+    return {(e.key.split("::")[-1], str(e.input_shapes[0])): e.self_cpu_time_total / e.count
+            for e in prof.key_averages(group_by_input_shape=True) if e.key.split("::")[-1] in names}
+
+
+def _lenet(batch: int, calls: int) -> list:
+    """[(op, input shape, µs per call in the model, µs per call alone)] for LeNet-5's convolutions and pools."""
+    torch.manual_seed(0)
+    model = load_factory(f"{ZOO / 'lenet5'}.py:model")().eval()
+    x = torch.randn(batch, 1, 28, 28)
+    names = {"mkldnn_convolution", "_slow_conv2d_forward", "max_pool2d_with_indices"}
+    with torch.no_grad():
+        inputs = [x]
+        for layer in model:
+            inputs.append(layer(inputs[-1]))
+        for _ in range(20):
+            model(x)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as inside:
+            for _ in range(calls):
+                model(x)
+        kinds = (torch.nn.Conv2d, torch.nn.MaxPool2d)
+        layers = [(layer, a) for layer, a in zip(model, inputs) if isinstance(layer, kinds)]
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as alone:
+            for layer, a in layers:
+                for _ in range(calls):
+                    layer(a)
+    a, b = _self_us(inside, names), _self_us(alone, names)
+    return [(op, shape, a[(op, shape)], b.get((op, shape), float("nan"))) for op, shape in a]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=3000, help="training steps per batch size (default 3000)")
+    args = parser.parse_args(argv)
+    print(f"{torch.get_num_threads()} threads; 10th percentiles in µs")
+    print("MNIST MLP training step, each phase inside the step; SGD.step alone on the same gradients")
+    print(f"{'batch':>5s} {'zero_grad':>9s} {'forward':>8s} {'loss':>6s} {'backward':>8s} {'step':>6s} {'whole':>7s}"
+          f" {'step alone':>10s}")
+    for batch in (1, 8, 64):
+        (zero, forward, loss, backward, step, whole), alone = _phases(batch, args.steps)
+        print(f"{batch:5d} {zero:9.1f} {forward:8.1f} {loss:6.1f} {backward:8.1f} {step:6.1f} {whole:7.1f} "
+              f"{alone:10.1f}")
+    print("\nLeNet-5 forward: self µs per call under torch.profiler, in the model and the same layer alone")
+    print(f"{'batch':>5s} {'op':<26s} {'input':<18s} {'in model':>9s} {'alone':>7s} {'ratio':>6s}")
+    for batch in (1, 8, 64):
+        for op, shape, inside, alone in _lenet(batch, 200):
+            print(f"{batch:5d} {op:<26s} {shape:<18s} {inside:9.1f} {alone:7.1f} {inside / alone:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

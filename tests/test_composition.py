@@ -1,0 +1,159 @@
+"""What ops cost inside a model beyond their calibration alone: the convolution kernel PyTorch picks,
+page faults of fresh outputs, weight gradients at small batches, image sizes, weights that stop
+being warm, and the composition factors fitted on the reference models."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+
+from crossover.calibrate import _with_composition, _without_page_faults, measure_calibration
+from crossover.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
+from crossover.module_predict import predict_module, step_prediction, trace_step
+from crossover.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
+from crossover.profiles import Grid, Profile, synthetic_profile
+from crossover.trace import trace_module
+
+US = 1e-6
+
+
+def _flat(seconds: float) -> Grid:
+    return Grid((1.0, 2.0**30), (1.0, 2.0**30), ((seconds, seconds), (seconds, seconds)), rate=math.inf)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch, c_in, size, c_out, kernel, stride", [
+    (1, 3, 32, 8, 3, 1),  # one small image, 3×3: native
+    (1, 1, 28, 6, 5, 1),  # 5×5: oneDNN
+    (2, 3, 32, 8, 3, 1),  # two images: oneDNN
+    (1, 3, 100, 8, 3, 1),  # an image over 20480 elements: oneDNN
+    (1, 16, 8, 16, 1, 1),  # 1×1
+    (4, 16, 8, 16, 1, 1),  # 1×1 on a batch: native on one thread only
+    (1, 3, 32, 8, 3, 2),  # strided
+])
+def test_conv_backend_is_the_kernel_pytorch_runs(threads, batch, c_in, size, c_out, kernel, stride):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        conv = nn.Conv2d(c_in, c_out, kernel, stride=stride, padding=kernel // 2)
+        x = torch.randn(batch, c_in, size, size)
+        with profile(activities=[ProfilerActivity.CPU]) as prof, torch.no_grad():
+            conv(x)
+        ran = "mkldnn" if any("mkldnn" in e.key for e in prof.key_averages()) else "native"
+    finally:
+        torch.set_num_threads(previous)
+    rows = trace_module(conv, torch.empty(batch, c_in, size, size, device="meta"), "train")
+    assert {conv_backend(r, threads) for r in rows.to_dict("records") if r["kind"] == "conv"} == {ran}
+
+
+def test_native_convolutions_use_the_native_grid():
+    base = synthetic_profile(dispatch_s=1 * US)
+    grids = dict(base.grids, **{"conv@16": _flat(50 * US), "conv_native@16": _flat(20 * US)})
+    p = Profile(**{**base.__dict__, "grids": grids, "threads": 2})
+    [small] = [r for r in trace_module(nn.Conv2d(3, 8, 3, padding=1), torch.empty(1, 3, 16, 16, device="meta"),
+                                       "forward").to_dict("records") if r["kind"] == "conv"]
+    [batch] = [r for r in trace_module(nn.Conv2d(3, 8, 3, padding=1), torch.empty(2, 3, 16, 16, device="meta"),
+                                       "forward").to_dict("records") if r["kind"] == "conv"]
+    assert op_cost(p, small).host_s == pytest.approx(20 * US) and op_cost(p, batch).host_s == pytest.approx(50 * US)
+
+
+def test_convolutions_interpolate_between_calibrated_image_sides():
+    base = synthetic_profile(dispatch_s=1 * US)
+    p = Profile(**{**base.__dict__, "grids": dict(base.grids, **{"conv@16": _flat(1e-3), "conv@32": _flat(4e-3)})})
+
+    def cost(side):
+        conv = nn.Conv2d(4, 4, 3, padding=1)
+        rows = trace_module(conv, torch.empty(2, 4, side, side, device="meta"), "forward").to_dict("records")
+        return op_cost(p, next(r for r in rows if r["kind"] == "conv")).host_s
+
+    assert cost(8) == pytest.approx(1e-3) and cost(16) == pytest.approx(1e-3) and cost(64) == pytest.approx(4e-3)
+    assert cost(23) == pytest.approx(1e-3 * 4 ** (math.log(23 / 16) / math.log(2)))  # log-log between
+
+
+def test_a_weight_gradient_alone_costs_half_the_calibrated_backward():
+    base = synthetic_profile(dispatch_s=1 * US)
+    p = Profile(**{**base.__dict__, "grids": dict(base.grids, **{"conv@16": _flat(1e-4),
+                                                                  "conv_backward@16": _flat(1e-3)})})
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1))
+    rows = trace_module(model, torch.empty(4, 3, 16, 16, device="meta"), "train").to_dict("records")
+    backward = [r for r in rows if "convolution_backward" in r["op"]]
+    first, second = sorted(backward, key=lambda r: r["input_shapes"][1][1])  # by input channels: 3, then 8
+    assert op_cost(p, first).host_s == pytest.approx(0.5e-3)  # its input needs no gradient
+    assert op_cost(p, second).host_s == pytest.approx(1e-3)
+
+
+def test_short_inner_products_use_the_outer_grid():
+    base = synthetic_profile(dispatch_s=1 * US)
+    p = Profile(**{**base.__dict__, "grids": dict(base.grids, matmul=_flat(10 * US), matmul_outer=_flat(40 * US))})
+    rows = trace_module(nn.Linear(784, 128), torch.empty(8, 784, device="meta"), "train").to_dict("records")
+    mm = {tuple(map(tuple, r["input_shapes"])): op_cost(p, r).host_s for r in rows if r["kind"] == "matmul"}
+    assert mm[((128, 8), (8, 784))] == pytest.approx(40 * US)  # the weight gradient, K = 8
+    assert mm[((128,), (8, 784), (784, 128))] == pytest.approx(10 * US)  # the forward, K = 784
+
+
+def test_fresh_bytes_count_outputs_from_32_mib_and_inside_fused_layers():
+    big = {"op": "aten.relu.default", "output_shapes": ((8, 2**20),), "bytes_written": 32.0 * 2**20, "launches": 1}
+    assert fresh_bytes(big) == FRESH_MIN_BYTES == 32 * 2**20
+    assert fresh_bytes(dict(big, output_shapes=((8, 2**20 - 1),), bytes_written=4.0 * 8 * (2**20 - 1))) == 0
+    assert fresh_bytes(dict(big, op="aten.relu_.default")) == 0  # in place
+    layer = nn.TransformerEncoderLayer(256, 4, batch_first=True).eval()
+    with torch.no_grad():
+        rows = trace_module(layer, torch.empty(64, 64, 256, device="meta"), "forward").to_dict("records")
+    assert sum(fresh_bytes(r) for r in rows) == 64 * 64 * 2048 * 4  # its feed-forward hidden layer
+
+
+def test_calibration_takes_page_faults_out_of_large_primitives():
+    row = dict(family="elementwise", name="relu", n=2**24, shape="16777216")
+    small = dict(row, n=2**20, shape="1048576")
+    assert output_bytes("elementwise", "relu", 2**24) == 2**26 and output_bytes("rng", "bernoulli", 2**24) == 0
+    out = _without_page_faults({"big": (20e-3, 0.1, row), "small": (1e-3, 0.1, small)}, fresh_byte_s=0.25e-9)
+    assert out["big"][0] == pytest.approx(20e-3 - 2**26 * 0.25e-9) and out["small"][0] == 1e-3
+    assert _without_page_faults({"big": (5e-3, 0.1, row)}, fresh_byte_s=1e-9)["big"][0] == pytest.approx(0.5e-3)
+
+
+def test_warm_bytes_are_the_private_caches_when_known():
+    base = synthetic_profile(dispatch_s=1 * US)
+    p = Profile(**{**base.__dict__, "grids": {"matmul": _flat(1 * US), "matmul_cold": _flat(9 * US)},
+                   "llc_bytes": 32 * 2**20, "cache_bytes": 2 * 2**20})
+    middle = nn.Linear(1024, 1024)  # 4 MiB: over the private caches, under the last level
+    assert predict_module(middle, sample_shape=(1024,), batch_sizes=(1,), profiles=[p]).iloc[0]["weights"] == "cold"
+    assert dataclasses.replace(p, cache_bytes=0).warm_bytes == 32 * 2**20
+
+
+def test_composition_fit_recovers_known_factors():
+    """Reference steps made with known factors are fitted back to them (pure: nothing is timed)."""
+    base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
+                             grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
+                             optimizer_step_s=15 * US, optimizer_param_s=1 * US)
+    truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=0.8 * US), train_host_extra=1.5,
+                                conv_forward_extra=0.25, backward_extra=0.3)
+    from crossover.calibration_plan import reference_model
+
+    models = []
+    for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:
+        model = reference_model(name)
+        table, calls = trace_step(model, REFERENCE_MODELS[name], batch, workload)
+        params = list(model.parameters())
+        step = step_prediction(truth, table.to_dict("records"), module_calls=calls, n_params=len(params),
+                               param_bytes=sum(q.numel() * 4 for q in params))
+        models.append((step["latency_s"], {"name": f"{name}/{workload}", "m": batch}))
+    fitted = _with_composition(base, models)
+    assert fitted.train_host_extra == pytest.approx(1.5, rel=1e-6)
+    assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
+    assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
+    assert fitted.overheads["event_s"] == pytest.approx(0.8 * US, rel=1e-6) and fitted.model_error_rel < 1e-9
+
+
+def test_extra_steps_are_timed_in_the_calibration_rounds_but_kept_apart():
+    plan = dataclasses.replace(PLANS["smoke"], rounds=2, conv_batches=(1,), native_batches=(1,), sizes=(2**10,),
+                               elementwise_ops=("add",), conv_channels=((1, 4, 3),), reduction_ops=("sum",),
+                               reference_models=())
+    calls = []
+    run = measure_calibration("cpu", plan, extra_steps=[("mine", lambda: calls.append(1))])
+    assert [v["round"] for v in run.extra_visits] == [0, 1] and all(v["key"] == "mine" for v in run.extra_visits)
+    assert not any(r["key"] == "mine" for r in run.rows) and calls
+    with pytest.raises(ValueError, match="extra step"):
+        measure_calibration("cpu", plan, extra_steps=[(run.rows[1]["key"], lambda: None)])
