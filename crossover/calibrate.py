@@ -29,7 +29,8 @@ the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
 same one repeated alone: LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the
 backward pass's matrix products and memory-bound ops; its convolutions' calibration already runs high)
 are fitted to what the primitives leave unexplained (non-negative least squares of the relative
-residuals); ``meta["reference_models"]`` reports the fit.
+residuals; on a GPU only the host terms); ``meta["reference_models"]`` reports the fit, and the profile's
+``model_error_rel`` is its median leave-one-out error.
 """
 
 from __future__ import annotations
@@ -114,9 +115,9 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
         extra_keys = {key for key, _ in extra_steps}
-        if extra_keys & {key for key, _ in steps}:
-            raise ValueError("an extra step's key is also a primitive's")
         reference = reference_point()
+        if extra_keys & ({key for key, _ in steps} | {reference.key}):
+            raise ValueError("an extra step's key is also a primitive's or the drift reference's")
         visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
                                 device=device, reference=(reference.key, make_step(reference, device)),
                                 on_progress=on_progress, regime="throughput" if device == "cuda" else "latency")
@@ -349,8 +350,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         for s, _, r in families.get(family, []):
             if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
                 side = int(str(r["shape"]).split("x")[-1]) if family.startswith("conv") else 0
-                rows = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
-                by_size.setdefault(side, {})[(rows, float(r["x"]) / (2 * rows))] = s
+                first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
+                by_size.setdefault(side, {})[(first, float(r["x"]) / (2 * first))] = s
         for side, cells in by_size.items():
             grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:
@@ -381,12 +382,12 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
 
 def _reference_steps(profile: Profile, models) -> list:
     """Per reference-model visit: (measured s, predicted s without the composition terms, (autograd and
-    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label)."""
+    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label,
+    a function of a profile giving its predicted s)."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import host_events, step_prediction, trace_step
 
-    bare = Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=0.0), **dict.fromkeys(
-        ("train_host_extra", "conv_forward_extra", "backward_extra"), 0.0)})
+    bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
     out = []
     for seconds, row in models:
         name, workload = row["name"].split("/")
@@ -394,36 +395,54 @@ def _reference_steps(profile: Profile, models) -> list:
         table, calls = trace_step(model, REFERENCE_MODELS[name], int(row["m"]), workload)
         records = table.to_dict("records")
         params = list(model.parameters())
-        step = step_prediction(bare, records, module_calls=calls, n_params=len(params),
-                               param_bytes=sum(p.numel() * p.element_size() for p in params))
+        sizes = dict(module_calls=calls, n_params=len(params),
+                     param_bytes=sum(p.numel() * p.element_size() for p in params))
+        step = step_prediction(bare, records, **sizes)
         features = (step["autograd_s"], host_events(records, calls), step["conv_forward_s"], step["backward_kernels_s"])
-        out.append((seconds, step["latency_s"], features,
-                    dict(model=name, workload=workload, batch_size=int(row["m"]))))
+        out.append((seconds, step["latency_s"], features, dict(model=name, workload=workload, batch_size=int(row["m"])),
+                    lambda p, records=records, sizes=sizes: step_prediction(p, records, **sizes)["latency_s"]))
     return out
 
 
-def _with_composition(profile: Profile, models) -> Profile:
-    """``profile`` with ``event_s`` (seconds per host event), ``train_host_extra`` (the extra share of a
-    training step's autograd and optimizer host work), ``conv_forward_extra`` (of a forward
-    convolution's time) and ``backward_extra`` (of a backward kernel's other than a convolution's)
-    fitted by non-negative least squares of the relative residuals to the reference
-    models' measured steps; the fit's report in ``meta["reference_models"]``."""
+#: The composition terms, in the order of :func:`_reference_steps`' features: the extra share of a
+#: training step's autograd and optimizer host work, seconds per host event, the extra share of forward
+#: convolutions and of backward kernels other than convolutions.
+COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra")
+
+
+def _with_terms(profile: Profile, values) -> Profile:
+    terms = dict(zip(COMPOSITION_TERMS, (float(v) for v in values)))
+    event_s = terms.pop("event_s")
+    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=event_s), **terms})
+
+
+def _fit_terms(steps, device: str) -> np.ndarray:
+    """Non-negative least squares of the relative residuals. On a GPU only the host terms (the first
+    two): its step is ``max(host, device)``, and the additive form holds for host-bound steps only."""
     from scipy.optimize import nnls
 
+    used = 2 if device == "cuda" else len(COMPOSITION_TERMS)
+    design = np.array([[f / step[0] for f in step[2][:used]] for step in steps])
+    target = np.array([(step[0] - step[1]) / step[0] for step in steps])
+    coef = nnls(design, target)[0] if len(steps) else np.zeros(used)
+    return np.concatenate([coef, np.zeros(len(COMPOSITION_TERMS) - used)])
+
+
+def _with_composition(profile: Profile, models) -> Profile:
+    """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the reference models' measured steps
+    (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each step predicted with the
+    fitted profile) and as ``model_error_rel`` the median leave-one-out error: each reference step
+    predicted by the terms fitted on the others, not on itself."""
     steps = _reference_steps(profile, models)
-    design = np.array([[f / measured for f in features] for measured, _, features, _ in steps])
-    target = np.array([(measured - base) / measured for measured, base, _, _ in steps])
-    coef, _ = nnls(design, target)
-    host_extra, per_event, conv_extra, backward_extra = (float(c) for c in coef)
-    report = []
-    for measured, base, features, label in steps:
-        predicted = base + float(np.dot(coef, features))
+    coef = _fit_terms(steps, profile.device)
+    fitted = _with_terms(profile, coef)
+    report, held_out = [], []
+    for i, (measured, base, _, label, predict) in enumerate(steps):
+        predicted = predict(fitted)
+        others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
+        held_out.append(predict(others) / measured - 1)
         report.append(dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
-                           uncorrected_s=base))
-    meta = dict(profile.meta, reference_models=report,
-                composition_fit={"train_host_extra": host_extra, "event_s": per_event, "conv_forward_extra": conv_extra,
-                                 "backward_extra": backward_extra})
-    error = float(np.median([abs(r["error"]) for r in report])) if report else 0.0
-    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=per_event), "meta": meta,
-                      "model_error_rel": error, "train_host_extra": host_extra, "conv_forward_extra": conv_extra,
-                      "backward_extra": backward_extra})
+                           leave_one_out_error=held_out[-1], uncorrected_s=base))
+    meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
+    error = float(np.median(np.abs(held_out))) if held_out else 0.0
+    return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error})

@@ -204,7 +204,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
     out += [Point("overhead", f"chain_{mode}", n=n) for mode in ("nograd", "grad", "train") for n in CHAIN_LENGTHS]
     out += [Point("overhead", "sgd", n=p) for p in SGD_PARAMS]
-    out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
+    if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none)
+        out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:
@@ -219,7 +220,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for name in plan.reduction_ops:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
-    for name, batches in zip(CONV_BACKENDS, (plan.conv_batches, plan.native_batches)):
+    backends = CONV_BACKENDS if device == "cpu" else CONV_BACKENDS[:1]  # oneDNN or not: a CPU choice
+    for name, batches in zip(backends, (plan.conv_batches, plan.native_batches)):
         for size, (c_in, c_out, kernel), batch in itertools.product(plan.conv_sizes, plan.conv_channels, batches):
             forward = 2.0 * batch * size * size * c_in * kernel * kernel * c_out
             for family, flops in (("conv", forward), ("conv_backward", 2 * forward)):  # input and weight gradients

@@ -7,7 +7,7 @@ every profile (:func:`crossover.op_costs.op_cost`) and composes the step:
 - on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
   convolution's times ``1 + conv_forward_extra`` and a backward kernel's other than a convolution's
   times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
-  reference models), plus per step the host work no
+  reference models; on a GPU these scale kernel time), plus per step the host work no
   op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
   sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs of 32 MiB or
   more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a
@@ -134,10 +134,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         cost = op_cost(profile, row, cold=cold)
         base = cost
         if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
-            cost = _scaled(cost, 1.0 + profile.conv_forward_extra)
+            cost = _scaled(cost, 1.0 + profile.conv_forward_extra, on_gpu)
             conv_forward += _beyond_floor(base, on_gpu)
         elif row.get("phase") == "backward" and cost.family not in ("conv_backward", "view"):
-            cost = _scaled(cost, 1.0 + profile.backward_extra)
+            cost = _scaled(cost, 1.0 + profile.backward_extra, on_gpu)
             backward_kernels += _beyond_floor(base, on_gpu)
         time_s = cost.device_s if on_gpu else cost.host_s
         host += cost.host_s
@@ -204,11 +204,11 @@ def _beyond_floor(cost, on_gpu: bool) -> float:
     return (cost.device_s if on_gpu else cost.host_s) - cost.floor_s
 
 
-def _scaled(cost, factor: float):
-    """``cost`` with its time beyond the floor (on the device where it has device time) times ``factor``."""
+def _scaled(cost, factor: float, on_gpu: bool):
+    """``cost`` with its time beyond the floor (the device's on a GPU, else the host's) times ``factor``."""
     import dataclasses
 
-    if cost.device_s:
+    if on_gpu:
         return dataclasses.replace(cost, device_s=cost.floor_s + (cost.device_s - cost.floor_s) * factor,
                                    compute_s=cost.compute_s * factor)
     return dataclasses.replace(cost, host_s=cost.floor_s + (cost.host_s - cost.floor_s) * factor,

@@ -9,8 +9,9 @@ bounds it. How each kind is costed:
   included) × weight elements ``K·N`` (from the op's FLOPs), interpolated in log-log space; the
   ``matmul_cold`` grid (weights cycled through DRAM) when the model's parameters exceed the warm
   caches (:attr:`crossover.profiles.Profile.warm_bytes`); past the grid the extra FLOPs run at the
-  edge's rate. A product with a short inner dimension (``K`` ≤ :data:`OUTER_MAX_K` and below ``M`` and
-  ``N``: a weight gradient at a small batch) on the ``matmul_outer`` grid over ``K`` × ``M·N``.
+  edge's rate. A backward ``mm`` with a short inner dimension (``K`` within the calibrated range and
+  below ``M`` and ``N``: a weight gradient at a small batch) on the ``matmul_outer`` grid over ``K`` ×
+  ``M·N``.
 - ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
   forward and backward on their own grids, one per calibrated image side (interpolated in log time
   against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
@@ -168,19 +169,22 @@ def fresh_bytes(row: Mapping) -> float:
 
 
 def conv_backend(row: Mapping, threads: int = 0) -> str:
-    """Which CPU kernel PyTorch runs a float32 2-D convolution row with: ``"mkldnn"`` (oneDNN) or
+    """Which CPU kernel PyTorch runs a float32 1-D or 2-D convolution row with: ``"mkldnn"`` (oneDNN) or
     ``"native"`` (im2col + GEMM), by the rule of ``ConvParams::use_mkldnn`` in ATen's
     ``Convolution.cpp``: oneDNN unless the kernel is 1×1 on one thread with a batch under 16 and
     stride and dilation 1, or unless the batch is a single image of at most 20480 elements with a
     kernel of at most 3 in some dimension and one group. ``threads`` 0 counts as several. Stride and
     groups are read off the shapes (a strided convolution's output is smaller than its padded input
-    allows; groups = input channels / weight's input channels)."""
+    allows; groups = input channels / weight's input channels); a 1-D convolution is the 2-D one of
+    height 1 ATen makes of it before choosing; other dtypes go to oneDNN."""
     backward = "backward" in str(row.get("op", ""))
     shapes = [tuple(s) for s in row.get("input_shapes") or ()]
     x, w = (shapes[1:3] if backward else shapes[:2]) if len(shapes) >= 2 + backward else (None, None)
-    if x is None or w is None or len(x) != 4 or len(w) != 4:
-        return "mkldnn"
     out = shapes[0] if backward else tuple((row.get("output_shapes") or [()])[0])
+    if x is not None and w is not None and len(x) == len(w) == len(out) == 3:  # conv1d: viewed as 2-D
+        x, w, out = ((s[0], s[1], 1, s[2]) for s in (x, w, out))
+    if x is None or w is None or len(x) != 4 or len(w) != 4 or _element_size(row) != 4:
+        return "mkldnn"
     strided = len(out) == 4 and out[-1] < x[-1] - w[-1] + 1  # stride 1 gives at least this, whatever the padding
     groups = x[1] // w[1] if w[1] else 1
     one_by_one_single = w[-1] == 1 and w[-2] == 1 and threads == 1 and x[0] < 16 and not strided
@@ -276,21 +280,19 @@ def _family(row: Mapping, name: str) -> str:
     return _FAMILY_OF.get(name, "generic")
 
 
-#: Products whose inner dimension is at most this (and shorter than both outer ones) are costed on the
-#: ``matmul_outer`` grid: weight gradients at small batches.
-OUTER_MAX_K = 64
-
-
-def _outer_k(row: Mapping, dims) -> float:
-    """The inner dimension ``K`` of a matrix product row when it is short (see :data:`OUTER_MAX_K`),
-    else None."""
+def _outer_k(row: Mapping, dims, outer) -> float:
+    """The inner dimension ``K`` of a backward ``mm`` row when it is short (at most the ``outer`` grid's
+    largest ``K``, and below both outer dimensions: a weight gradient ``grad.t() @ input`` at a small
+    batch, or an input gradient through a layer of few outputs), else None. Forward products keep the
+    square grid whatever their shape."""
     outputs = row.get("output_shapes") or ()
-    if dims is None or not outputs or len(tuple(outputs[0])) < 2:
+    if (dims is None or not outputs or len(tuple(outputs[0])) < 2 or row.get("phase") != "backward"
+            or _name(row.get("op", "")) != "mm"):
         return None
     m, kn = dims
     n = float(tuple(outputs[0])[-1])
     k = kn / n if n else 0.0
-    return k if 0 < k <= OUTER_MAX_K and k < min(m, n) else None
+    return k if 0 < k <= outer.m[-1] and k < min(m, n) else None
 
 
 def _both_gradients(row: Mapping, dims: tuple) -> tuple:
@@ -312,7 +314,7 @@ def _sized_grids(profile: Profile, base: str) -> dict:
         stem, _, side = key.partition("@")
         if stem == base:
             out[int(side) if side else 0] = grid
-    return out
+    return {s: g for s, g in out.items() if s} or out
 
 
 def _conv_side(row: Mapping) -> float:
@@ -345,7 +347,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     if family == "matmul":
         dims = matmul_dims(row)
         outer = profile.grids.get("matmul_outer")
-        inner = _outer_k(row, dims) if outer is not None and "bmm" not in name else None
+        inner = _outer_k(row, dims, outer) if outer is not None else None
         if inner is not None:
             return outer(inner, dims[0] * dims[1] / inner)
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
@@ -356,7 +358,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if dims is None:
             return None
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
-        native = conv_backend(row, profile.threads) == "native"
+        native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
         seconds = _conv_grid_time(profile, f"{family}_native", dims, _conv_side(row)) if native else None
         seconds = seconds if seconds is not None else _conv_grid_time(profile, family, dims, _conv_side(row))
         return seconds * share
@@ -390,7 +392,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
         One row of :func:`crossover.trace.trace_module` (``op``, ``kind``, ``input_shapes``,
         ``output_shapes``, ``flops``, ``bytes_read``, ``bytes_written``, ``launches``).
     cold : bool
-        The model's weights do not fit in the last-level cache (matrix products read them from DRAM).
+        The model's weights do not fit in the warm caches (``Profile.warm_bytes``): matrix products are
+        costed with their weights cycled through DRAM.
 
     Returns
     -------

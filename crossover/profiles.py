@@ -15,18 +15,25 @@ and condenses them into ``DIR/profile.json``, read back here as a :class:`Profil
 ``grids``
     :class:`Grid` of seconds over rows ``M`` × ``K·N``: ``"matmul"`` (a matrix product whose weight
     stays in cache: the same weight every call), ``"matmul_cold"`` (cycling over weight copies larger
-    than the last-level cache), ``"conv"`` and ``"conv_backward"`` (``M`` the output pixels of the
-    batch, ``K·N`` = ``C_in·k²·C_out``: the implicit GEMM of a convolution, with the kernels PyTorch
-    picks), ``"conv_native"`` and ``"conv_backward_native"`` (the same with oneDNN off: the im2col
-    path PyTorch takes for a single small image, see :func:`crossover.op_costs.conv_backend`); the
-    convolution grids come one per calibrated image side, named ``"conv@16"``, ``"conv@32"``, ...
+    than the last-level cache), ``"matmul_outer"`` (over the inner dimension ``K`` × ``M·N`` instead:
+    weight gradients ``grad.t() @ input`` at small batches), ``"conv"`` and ``"conv_backward"`` (``M``
+    the output pixels of the batch, ``K·N`` = ``C_in·k²·C_out``: the implicit GEMM of a convolution,
+    with the kernels PyTorch picks), ``"conv_native"`` and ``"conv_backward_native"`` (the same with
+    oneDNN off: the im2col path PyTorch takes for a single small image, see
+    :func:`crossover.op_costs.conv_backend`); the convolution grids come one per calibrated image side,
+    named ``"conv@16"``, ``"conv@32"``, ...
 ``curves``
     :class:`Curve` of seconds against bytes moved (``elementwise``, ``reduction``, ``pool``,
     ``pool_backward``, ``copy``, ``rng``) or FLOPs (``attention``); on CUDA ``h2d`` against bytes copied.
-``spread_rel``, ``noise_floor_rel``, ``model_error_rel``, ``train_host_extra``, ``conv_forward_extra``,
-    ``backward_extra``
+``spread_rel``, ``noise_floor_rel``, ``model_error_rel``
     The calibration's round-to-round relative spread per family, its drift reference's, and the median
-    relative error of composed predictions on the calibration's reference models.
+    leave-one-out relative error of composed predictions on the calibration's reference models.
+``train_host_extra``, ``conv_forward_extra``, ``backward_extra``
+    What composing ops costs beyond their calibration alone, fitted on the reference models: the extra
+    share of a training step's autograd and optimizer host work, of forward convolutions' time, and of
+    backward kernels' other than convolutions' (with ``event_s``, see :mod:`crossover.calibrate`).
+``cache_bytes``
+    The private caches of the threads used (L2 per core × threads), up to which weights count as warm.
 
 Pure data and JSON I/O; nothing here measures. :func:`synthetic_profile` builds a profile from a few
 numbers (tests, what-if questions).
@@ -336,6 +343,7 @@ def synthetic_profile(device: str = "cpu", *, dispatch_s: float = 5e-6, flop_rat
     curves = {name: curve(per_byte) for name in BYTES_FAMILIES}
     curves.update({name: curve(per_flop) for name in FLOPS_FAMILIES})
     values = {name: 0.0 for name in OVERHEADS}
-    values.update(dispatch_s=dispatch_s, launch_s=dispatch_s if device == "cuda" else 0.0, **overheads)
+    values.update(dispatch_s=dispatch_s, launch_s=dispatch_s if device == "cuda" else 0.0)
+    values.update(overheads)  # launch_s among them: a host cost per launch other than the kernels' floor
     return Profile(device=device, machine=machine, overheads=values, grids={"matmul": grid, "matmul_cold": grid},
                    curves=curves, peak_flop_rate=flop_rate, peak_bandwidth=bandwidth)

@@ -62,9 +62,14 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-sizes", default="1,8,64,512", help="comma-separated (default 1,8,64,512)")
     parser.add_argument("--models", default=",".join(name for name, _ in MODELS), help="comma-separated zoo models")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: torch's default)")
+    parser.add_argument("--rescore", type=Path, default=None,
+                        help="with --profile: measure nothing, predict again the measurements of an earlier run's "
+                             "--csv table (e.g. after the profile was rebuilt from its calibration.csv.gz)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
+    if args.rescore is not None and args.profile is None:
+        parser.error("--rescore needs --profile")
     if args.profile is not None:
         profile = load_profile(args.profile)
         if profile.device != "cpu":
@@ -89,11 +94,17 @@ def main(argv=None) -> int:
             models.append((name, workload, factory(), shape))
     steps = [((name, workload, batch), make_module_step(model, example_input(shape, batch), workload))
              for name, workload, model, shape in models for batch in batch_sizes]
-    if args.profile is not None:
+    if args.rescore is not None:
+        earlier = pd.read_csv(args.rescore).set_index(["model", "workload", "batch_size"])
+        measured = {key: dict(latency_s=earlier.loc[key, "measured_s"], spread_rel=earlier.loc[key, "spread_rel"])
+                    for key, _ in steps}
+        print(f"profile {profile.path}; the measurements of {args.rescore}", file=sys.stderr)
+    elif args.profile is not None:
         rounds = args.rounds or DEFAULT_ROUNDS
         print(f"profile {profile.path} ({profile.label}, {profile.meta.get('plan', '?')} plan); measuring "
               f"{len(steps)} steps in {rounds} interleaved rounds, {torch.get_num_threads()} threads", file=sys.stderr)
         visits = measure_rounds(steps, rounds=rounds, options=ROUND_OPTIONS, seed=args.seed)
+        measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
     else:
         plan = PLANS[args.plan] if args.rounds is None else dataclasses.replace(PLANS[args.plan], rounds=args.rounds)
         out = args.out or Path(tempfile.mkdtemp(prefix="bench_zoo_"))
@@ -101,7 +112,9 @@ def main(argv=None) -> int:
               f"rounds, {torch.get_num_threads()} threads -> {out}", file=sys.stderr)
         run = measure_calibration("cpu", plan, seed=args.seed, threads=args.threads, extra_steps=steps)
         profile = save_calibration(out, run)
-        visits = run.extra_visits
+        drifted = set(profile.meta.get("drifted_rounds") or ())  # as the primitives: quiet rounds only
+        visits = [v for v in run.extra_visits if v["round"] not in drifted] or run.extra_visits
+        measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
         print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
     predictions = []
     for name, workload, model, shape in models:
@@ -116,7 +129,6 @@ def main(argv=None) -> int:
                                     predicted_s=row.latency_s, low_s=row.latency_low_s, high_s=row.latency_high_s,
                                     bound=row.bound))
     table = pd.DataFrame(predictions)
-    measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
     table["measured_s"] = [measured[(r.model, r.workload, r.batch_size)]["latency_s"] for r in table.itertuples()]
     table["spread_rel"] = [measured[(r.model, r.workload, r.batch_size)]["spread_rel"] for r in table.itertuples()]
     table["error"] = table["predicted_s"] / table["measured_s"] - 1

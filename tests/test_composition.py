@@ -14,7 +14,7 @@ from crossover.calibrate import _with_composition, _without_page_faults, measure
 from crossover.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
 from crossover.module_predict import predict_module, step_prediction, trace_step
 from crossover.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
-from crossover.profiles import Grid, Profile, synthetic_profile
+from crossover.profiles import Grid, Profile, load_profile, synthetic_profile, write_profile
 from crossover.trace import trace_module
 
 US = 1e-6
@@ -22,6 +22,13 @@ US = 1e-6
 
 def _flat(seconds: float) -> Grid:
     return Grid((1.0, 2.0**30), (1.0, 2.0**30), ((seconds, seconds), (seconds, seconds)), rate=math.inf)
+
+
+def _linear(seconds_per_unit: float) -> Grid:
+    """``t = seconds_per_unit · m · kn`` (exact under the grid's log-log interpolation): a wrong ``m`` or
+    ``kn`` shows."""
+    corners = (1.0, 2.0**30)
+    return Grid(corners, corners, tuple(tuple(seconds_per_unit * m * kn for kn in corners) for m in corners))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -33,6 +40,7 @@ def _flat(seconds: float) -> Grid:
     (1, 16, 8, 16, 1, 1),  # 1×1
     (4, 16, 8, 16, 1, 1),  # 1×1 on a batch: native on one thread only
     (1, 3, 32, 8, 3, 2),  # strided
+    (4, 16, 8, 16, 1, 2),  # 1×1 strided on a batch: oneDNN on one thread too
 ])
 def test_conv_backend_is_the_kernel_pytorch_runs(threads, batch, c_in, size, c_out, kernel, stride):
     previous = torch.get_num_threads()
@@ -51,13 +59,17 @@ def test_conv_backend_is_the_kernel_pytorch_runs(threads, batch, c_in, size, c_o
 
 def test_native_convolutions_use_the_native_grid():
     base = synthetic_profile(dispatch_s=1 * US)
-    grids = dict(base.grids, **{"conv@16": _flat(50 * US), "conv_native@16": _flat(20 * US)})
+    grids = dict(base.grids, **{"conv@16": _linear(2e-9), "conv_native@16": _linear(1e-9)})
     p = Profile(**{**base.__dict__, "grids": grids, "threads": 2})
     [small] = [r for r in trace_module(nn.Conv2d(3, 8, 3, padding=1), torch.empty(1, 3, 16, 16, device="meta"),
                                        "forward").to_dict("records") if r["kind"] == "conv"]
     [batch] = [r for r in trace_module(nn.Conv2d(3, 8, 3, padding=1), torch.empty(2, 3, 16, 16, device="meta"),
                                        "forward").to_dict("records") if r["kind"] == "conv"]
-    assert op_cost(p, small).host_s == pytest.approx(20 * US) and op_cost(p, batch).host_s == pytest.approx(50 * US)
+    kn = 3 * 9 * 8  # C_in·k²·C_out; M = the output pixels of the batch
+    assert op_cost(p, small).host_s == pytest.approx(1e-9 * 256 * kn)
+    assert op_cost(p, batch).host_s == pytest.approx(2e-9 * 512 * kn)
+    gpu = Profile(**{**p.__dict__, "device": "cuda", "overheads": dict(p.overheads, launch_s=1 * US)})
+    assert op_cost(gpu, small).device_s == pytest.approx(2e-9 * 256 * kn)  # oneDNN or not is a CPU choice
 
 
 def test_convolutions_interpolate_between_calibrated_image_sides():
@@ -76,22 +88,27 @@ def test_convolutions_interpolate_between_calibrated_image_sides():
 def test_a_weight_gradient_alone_costs_half_the_calibrated_backward():
     base = synthetic_profile(dispatch_s=1 * US)
     p = Profile(**{**base.__dict__, "grids": dict(base.grids, **{"conv@16": _flat(1e-4),
-                                                                  "conv_backward@16": _flat(1e-3)})})
+                                                                  "conv_backward@16": _linear(1e-9)})})
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1))
     rows = trace_module(model, torch.empty(4, 3, 16, 16, device="meta"), "train").to_dict("records")
     backward = [r for r in rows if "convolution_backward" in r["op"]]
     first, second = sorted(backward, key=lambda r: r["input_shapes"][1][1])  # by input channels: 3, then 8
-    assert op_cost(p, first).host_s == pytest.approx(0.5e-3)  # its input needs no gradient
-    assert op_cost(p, second).host_s == pytest.approx(1e-3)
+    m = 4 * 16 * 16  # the gradient's pixels; the grid's K·N is both gradients': 2·C_in·k²·C_out
+    assert op_cost(p, first).host_s == pytest.approx(0.5 * 1e-9 * m * 2 * 3 * 9 * 8)  # its input needs no gradient
+    assert op_cost(p, second).host_s == pytest.approx(1e-9 * m * 2 * 8 * 9 * 8)
 
 
 def test_short_inner_products_use_the_outer_grid():
     base = synthetic_profile(dispatch_s=1 * US)
-    p = Profile(**{**base.__dict__, "grids": dict(base.grids, matmul=_flat(10 * US), matmul_outer=_flat(40 * US))})
+    outer = Grid((1.0, 64.0), (1.0, 2.0**30), ((1e-9, 2.0**30 * 1e-9), (64e-9, 64 * 2.0**30 * 1e-9)))  # K · M·N ns
+    p = Profile(**{**base.__dict__, "grids": dict(base.grids, matmul=_linear(1e-12), matmul_outer=outer)})
     rows = trace_module(nn.Linear(784, 128), torch.empty(8, 784, device="meta"), "train").to_dict("records")
     mm = {tuple(map(tuple, r["input_shapes"])): op_cost(p, r).host_s for r in rows if r["kind"] == "matmul"}
-    assert mm[((128, 8), (8, 784))] == pytest.approx(40 * US)  # the weight gradient, K = 8
-    assert mm[((128,), (8, 784), (784, 128))] == pytest.approx(10 * US)  # the forward, K = 784
+    assert mm[((128, 8), (8, 784))] == pytest.approx(1e-9 * 8 * 128 * 784)  # the weight gradient, K = 8
+    assert mm[((128,), (8, 784), (784, 128))] == pytest.approx(1e-12 * 8 * 784 * 128)  # the forward, K = 784
+    narrow = trace_module(nn.Linear(16, 128), torch.empty(256, 16, device="meta"), "forward").to_dict("records")
+    [forward] = [r for r in narrow if r["kind"] == "matmul"]
+    assert op_cost(p, forward).host_s == pytest.approx(1e-12 * 256 * 16 * 128)  # K = 16, but a forward
 
 
 def test_fresh_bytes_count_outputs_from_32_mib_and_inside_fused_layers():
@@ -123,6 +140,16 @@ def test_warm_bytes_are_the_private_caches_when_known():
     assert dataclasses.replace(p, cache_bytes=0).warm_bytes == 32 * 2**20
 
 
+def test_new_profile_fields_survive_json(tmp_path):
+    p = dataclasses.replace(synthetic_profile(dispatch_s=1 * US), cache_bytes=2**21, train_host_extra=1.3,
+                            conv_forward_extra=0.2, backward_extra=0.25,
+                            grids={"matmul": _flat(1 * US), "matmul_outer": _flat(2 * US), "conv@16": _flat(3 * US)})
+    write_profile(tmp_path, p)
+    q = load_profile(tmp_path)
+    assert (q.cache_bytes, q.train_host_extra, q.conv_forward_extra, q.backward_extra) == (2**21, 1.3, 0.2, 0.25)
+    assert set(q.grids) == {"matmul", "matmul_outer", "conv@16"}
+
+
 def test_composition_fit_recovers_known_factors():
     """Reference steps made with known factors are fitted back to them (pure: nothing is timed)."""
     base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
@@ -145,6 +172,30 @@ def test_composition_fit_recovers_known_factors():
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
     assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
     assert fitted.overheads["event_s"] == pytest.approx(0.8 * US, rel=1e-6) and fitted.model_error_rel < 1e-9
+
+
+def test_a_gpu_composition_fits_only_the_host_terms():
+    base = synthetic_profile("cuda", dispatch_s=0.5 * US, launch_s=5 * US, flop_rate=1e15, bandwidth=1e14,
+                             module_call_s=1 * US,
+                             grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
+                             optimizer_step_s=15 * US, optimizer_param_s=1 * US, sync_s=5 * US)
+    truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=1 * US), train_host_extra=0.5)
+    from crossover.calibration_plan import reference_model
+
+    models = []
+    for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:
+        model = reference_model(name)
+        table, calls = trace_step(model, REFERENCE_MODELS[name], batch, workload)
+        params = list(model.parameters())
+        step = step_prediction(truth, table.to_dict("records"), module_calls=calls, n_params=len(params),
+                               param_bytes=sum(q.numel() * 4 for q in params))
+        assert step["host_s"] > 2 * step["device_s"]  # launch-bound, even without the terms: they add up
+        models.append((step["latency_s"], {"name": f"{name}/{workload}", "m": batch}))
+    fitted = _with_composition(base, models)
+    assert fitted.train_host_extra == pytest.approx(0.5, rel=1e-6)
+    assert fitted.overheads["event_s"] == pytest.approx(1 * US, rel=1e-6)
+    assert fitted.conv_forward_extra == 0 and fitted.backward_extra == 0
+    assert max(abs(r["error"]) for r in fitted.meta["reference_models"]) < 1e-9
 
 
 def test_extra_steps_are_timed_in_the_calibration_rounds_but_kept_apart():
