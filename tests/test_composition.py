@@ -57,6 +57,16 @@ def test_conv_backend_is_the_kernel_pytorch_runs(threads, batch, c_in, size, c_o
     assert {conv_backend(r, threads) for r in rows.to_dict("records") if r["kind"] == "conv"} == {ran}
 
 
+@pytest.mark.parametrize("batch, length", [(1, 100), (2, 100), (1, 30000)])
+def test_conv1d_backend_is_that_of_its_2d_view(batch, length):
+    conv = nn.Conv1d(3, 8, 3, padding=1)
+    with profile(activities=[ProfilerActivity.CPU]) as prof, torch.no_grad():
+        conv(torch.randn(batch, 3, length))
+    ran = "mkldnn" if any("mkldnn" in e.key for e in prof.key_averages()) else "native"
+    rows = trace_module(conv, torch.empty(batch, 3, length, device="meta"), "forward").to_dict("records")
+    assert {conv_backend(r, 2) for r in rows if r["kind"] == "conv"} == {ran}
+
+
 def test_native_convolutions_use_the_native_grid():
     base = synthetic_profile(dispatch_s=1 * US)
     grids = dict(base.grids, **{"conv@16": _linear(2e-9), "conv_native@16": _linear(1e-9)})
