@@ -18,6 +18,7 @@ from crossover.profiles import Grid, Profile, load_profile, synthetic_profile, w
 from crossover.trace import trace_module
 
 US = 1e-6
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 
 
 def _flat(seconds: float) -> Grid:
@@ -31,6 +32,7 @@ def _linear(seconds_per_unit: float) -> Grid:
     return Grid(corners, corners, tuple(tuple(seconds_per_unit * m * kn for kn in corners) for m in corners))
 
 
+@needs_onednn
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("batch, c_in, size, c_out, kernel, stride", [
     (1, 3, 32, 8, 3, 1),  # one small image, 3×3: native
@@ -57,6 +59,7 @@ def test_conv_backend_is_the_kernel_pytorch_runs(threads, batch, c_in, size, c_o
     assert {conv_backend(r, threads) for r in rows.to_dict("records") if r["kind"] == "conv"} == {ran}
 
 
+@needs_onednn
 @pytest.mark.parametrize("batch, length", [(1, 100), (2, 100), (1, 30000)])
 def test_conv1d_backend_is_that_of_its_2d_view(batch, length):
     conv = nn.Conv1d(3, 8, 3, padding=1)
