@@ -432,17 +432,22 @@ def _with_composition(profile: Profile, models) -> Profile:
     """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the reference models' measured steps
     (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each step predicted with the
     fitted profile) and as ``model_error_rel`` the median leave-one-out error: each reference step
-    predicted by the terms fitted on the others, not on itself."""
+    predicted by the terms fitted on the others, not on itself (the in-sample error where there are
+    too few steps to leave one out: the smoke plan's two)."""
     steps = _reference_steps(profile, models)
     coef = _fit_terms(steps, profile.device)
     fitted = _with_terms(profile, coef)
-    report, held_out = [], []
+    loo = len(steps) > len(COMPOSITION_TERMS) + 1
+    report, errors = [], []
     for i, (measured, base, _, label, predict) in enumerate(steps):
         predicted = predict(fitted)
-        others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
-        held_out.append(predict(others) / measured - 1)
-        report.append(dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
-                           leave_one_out_error=held_out[-1], uncorrected_s=base))
+        line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
+                    uncorrected_s=base)
+        if loo:
+            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
+            line["leave_one_out_error"] = predict(others) / measured - 1
+        errors.append(line["leave_one_out_error"] if loo else line["error"])
+        report.append(line)
     meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
-    error = float(np.median(np.abs(held_out))) if held_out else 0.0
+    error = float(np.median(np.abs(errors))) if errors else 0.0
     return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error})

@@ -19,12 +19,12 @@ every profile (:func:`crossover.op_costs.op_cost`) and composes the step:
   kernel plus the same host work, and the kernel times come from CUDA-event calibrations; plus the
   host→device copy of the input when ``transfer=True``.
 
-The interval is ``latency × (1 ± r)`` where ``r`` is the calibration's round-to-round spread of the
-families the step spends its time in, and at least the profile's noise floor (its drift reference's
-spread) and its model error (the median error of this composition on the calibration's reference
-models). ``launch_share``, ``memory_share`` and ``compute_share`` split the latency into the
-dispatch/launch floors and host overheads, the rest of memory-bound ops, and the rest of matmul,
-convolution and attention; ``bound`` names the largest.
+The interval is ``latency × (1 ± r)`` (its low end at least a tenth of the latency) where ``r`` is the
+calibration's round-to-round spread of the families the step spends its time in, and at least the
+profile's noise floor (its drift reference's spread) and its model error (the median leave-one-out
+error of this composition on the calibration's reference models). ``launch_share``, ``memory_share`` and
+``compute_share`` split the latency into the dispatch/launch floors and host overheads, the rest of
+memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` names the largest.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     top_ops = [dict(op=row.get("op"), kind=row.get("kind"), module=row.get("module", ""), phase=row.get("phase"),
                     seconds=t, share=t / latency if latency > 0 else 0.0, bound=cost.bound)
                for t, row, cost in costs[:top]]
-    return dict(latency_s=latency, latency_low_s=latency * (1 - r), latency_high_s=latency * (1 + r),
+    return dict(latency_s=latency, latency_low_s=latency * max(1 - r, 0.1), latency_high_s=latency * (1 + r),
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
                 autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
