@@ -14,8 +14,8 @@ per-op slope of a multiplication chain with autograd recording minus the same ch
 optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
 parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a
 40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
-kernel faults them in page by page) less filling one kept, over its bytes (0.24 ns per byte on the
-2-core VM, 15 times the cost of writing it). The noise floor is the drift reference's mean relative
+kernel faults them in page by page) less filling one kept, over its bytes (0.25 ns per byte on the
+2-core VM, 10-16 times the cost of writing it). The noise floor is the drift reference's mean relative
 deviation from its median over rounds.
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
@@ -294,6 +294,11 @@ def _grid(name: str, cells: dict) -> Grid:
     return Grid(tuple(m), tuple(kn), tuple(tuple(cells[(a, b)] for b in kn) for a in m))
 
 
+def _shape(row) -> tuple:
+    """A calibration row's ``shape`` (written ``"4x3x8x3x16"``) as a tuple of ints."""
+    return tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+
+
 def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
     """``by_point`` with the page faults of each primitive's fresh output (32 MiB or more) taken out of
     its time: a prediction adds them for the outputs a model allocates, not for in-place ops."""
@@ -301,7 +306,7 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
 
     out = {}
     for key, (seconds, spread, row) in by_point.items():
-        shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+        shape = _shape(row)
         fresh = output_bytes(row["family"], row["name"], int(row.get("n") or 0), shape)
         if fresh >= FRESH_MIN_BYTES and math.isfinite(seconds):
             seconds = max(seconds - fresh * fresh_byte_s, 0.1 * seconds)  # never below a tenth
@@ -349,7 +354,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         by_size = {}  # image side -> cells (matrix products: one grid, side 0)
         for s, _, r in families.get(family, []):
             if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
-                side = int(str(r["shape"]).split("x")[-1]) if family.startswith("conv") else 0
+                side = _shape(r)[-1] if family.startswith("conv") else 0
                 first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
                 by_size.setdefault(side, {})[(first, float(r["x"]) / (2 * first))] = s
         for side, cells in by_size.items():

@@ -163,6 +163,22 @@ def test_new_profile_fields_survive_json(tmp_path):
     assert set(q.grids) == {"matmul", "matmul_outer", "conv@16"}
 
 
+def _reference_steps_of(truth: Profile) -> list:
+    """(step prediction on ``truth``, calibration row) of each reference model, batch 1 and 32, forward
+    and training step: the measurements a calibration would make on a device that is ``truth``."""
+    from crossover.calibration_plan import reference_model
+
+    out = []
+    for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:
+        model = reference_model(name)
+        table, calls = trace_step(model, REFERENCE_MODELS[name], batch, workload)
+        params = list(model.parameters())
+        step = step_prediction(truth, table.to_dict("records"), module_calls=calls, n_params=len(params),
+                               param_bytes=sum(q.numel() * 4 for q in params))
+        out.append((step, {"name": f"{name}/{workload}", "m": batch}))
+    return out
+
+
 def test_composition_fit_recovers_known_factors():
     """Reference steps made with known factors are fitted back to them (pure: nothing is timed)."""
     base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
@@ -170,16 +186,7 @@ def test_composition_fit_recovers_known_factors():
                              optimizer_step_s=15 * US, optimizer_param_s=1 * US)
     truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=0.8 * US), train_host_extra=1.5,
                                 conv_forward_extra=0.25, backward_extra=0.3)
-    from crossover.calibration_plan import reference_model
-
-    models = []
-    for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:
-        model = reference_model(name)
-        table, calls = trace_step(model, REFERENCE_MODELS[name], batch, workload)
-        params = list(model.parameters())
-        step = step_prediction(truth, table.to_dict("records"), module_calls=calls, n_params=len(params),
-                               param_bytes=sum(q.numel() * 4 for q in params))
-        models.append((step["latency_s"], {"name": f"{name}/{workload}", "m": batch}))
+    models = [(step["latency_s"], row) for step, row in _reference_steps_of(truth)]
     fitted = _with_composition(base, models)
     assert fitted.train_host_extra == pytest.approx(1.5, rel=1e-6)
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
@@ -193,18 +200,9 @@ def test_a_gpu_composition_fits_only_the_host_terms():
                              grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
                              optimizer_step_s=15 * US, optimizer_param_s=1 * US, sync_s=5 * US)
     truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=1 * US), train_host_extra=0.5)
-    from crossover.calibration_plan import reference_model
-
-    models = []
-    for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:
-        model = reference_model(name)
-        table, calls = trace_step(model, REFERENCE_MODELS[name], batch, workload)
-        params = list(model.parameters())
-        step = step_prediction(truth, table.to_dict("records"), module_calls=calls, n_params=len(params),
-                               param_bytes=sum(q.numel() * 4 for q in params))
-        assert step["host_s"] > 2 * step["device_s"]  # launch-bound, even without the terms: they add up
-        models.append((step["latency_s"], {"name": f"{name}/{workload}", "m": batch}))
-    fitted = _with_composition(base, models)
+    steps = _reference_steps_of(truth)
+    assert all(step["host_s"] > 2 * step["device_s"] for step, _ in steps)  # launch-bound: the host terms add up
+    fitted = _with_composition(base, [(step["latency_s"], row) for step, row in steps])
     assert fitted.train_host_extra == pytest.approx(0.5, rel=1e-6)
     assert fitted.overheads["event_s"] == pytest.approx(1 * US, rel=1e-6)
     assert fitted.conv_forward_extra == 0 and fitted.backward_extra == 0
