@@ -33,7 +33,8 @@ __all__ = ["cache_dir", "enabled", "key_of", "load", "store", "clear"]
 #: Bumped when the stored object's layout changes.
 CACHE_VERSION = 1
 #: Modules whose source decides a fit's result: a change to any of them invalidates every key.
-_FITTING_MODULES = ("fitting", "latency_models", "validation", "statistics", "model", "choices")
+_FITTING_MODULES = ("fitting", "latency_models", "validation", "statistics", "model", "choices", "calibrated",
+                    "module_predict", "op_costs", "trace", "profiles")
 
 
 def cache_dir() -> Path:

@@ -35,15 +35,17 @@ import numpy as np
 import pandas as pd
 
 from . import fit_cache
+from .calibrated import calibration_for_rows, profile_digest, resolve_calibration
 from .choices import BYTES_PER_ELEMENT
 from .errors import AnalysisError
-from .latency_models import (AXES, MODELS, PARAMS, default_models, evaluate, features, fit_parameters,
+from .latency_models import (AXES, CALIBRATED, MODELS, PARAMS, default_models, evaluate, features, fit_parameters,
                              model_parameters, upper_bounds)
 from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
 from .fit_bootstrap import bootstrap_draws
 from .statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, check_frame, cv_folds, cv_summary, frame_features, held_out_predictions,
-                         heldout_predictions, leave_one_out_log_errors, selection_score, split_heldout)
+                         heldout_predictions, leave_one_out_log_errors, model_features, selection_score,
+                         split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -136,13 +138,16 @@ class SeriesFit:
     statistic: str = DEFAULT_STATISTIC  # what each point's latency is (see crossover.statistics)
     heldout: pd.DataFrame = field(default_factory=pd.DataFrame)  # predictions of held-out sizes (never fitted)
     peaks: dict = field(default_factory=dict)  # the device's peaks that bounded the fit (crossover.peaks)
+    calibration: Optional[object] = None  # the Profile the "calibrated" model costs steps on (crossover.calibrated)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
 
         ``theta`` overrides the parameters (SI units, one row per parameter set).
         """
-        X = features(d_model, n_layers, batch_size, self.workload, self.bytes_per_element)
+        calibration = self.calibration if self.model == CALIBRATED else None
+        X = features(d_model, n_layers, batch_size, self.workload, self.bytes_per_element,
+                     calibration=calibration, dtype=str(self.key.get("dtype", "float32")))
         if draws and self.draws is None:
             raise AnalysisError(f"{self.label}: fitted without bootstrap draws (n_boot=0)")
         if theta is None:
@@ -223,7 +228,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = "residuals",
                statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None,
-               peaks="auto") -> SeriesFit:
+               peaks="auto", calibration="auto") -> SeriesFit:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     A fit is computed once and reused (:mod:`crossover.fit_cache`): the same rows, options and
@@ -271,6 +276,11 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         (:func:`crossover.peaks.peaks_of_rows`: the ``peaks.json`` beside their results, else the
         device's spec sheet), so every entry point bounds a series alike; None: only
         :data:`crossover.latency_models.PARAMS`' wide bounds. Kept as ``SeriesFit.peaks``.
+    calibration : "auto", Profile or None
+        The device's calibration profile, which makes the ``calibrated`` model a candidate (a CPU
+        series only). ``"auto"`` (default): :func:`crossover.calibrated.calibration_for_rows` (the
+        ``profile.json`` beside the results, else the shipped one of the rows' machine); None: none.
+        Kept as ``SeriesFit.calibration``.
 
     Returns
     -------
@@ -284,13 +294,17 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         from .peaks import peaks_of_rows
 
         peaks = peaks_of_rows(frame)
+    calibration = resolve_calibration(calibration, frame)
     frame, heldout = split_heldout(frame)
     frame = one_row_per_size(frame)
-    models = default_models(keys["device"]) if models is None else models
+    models = default_models(keys["device"], calibration is not None) if models is None else models
     if not models:
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
         model_parameters(m)
+    if CALIBRATED in models and calibration is None:
+        raise AnalysisError(f"the {CALIBRATED!r} model needs a calibration profile of {keys['machine']}'s "
+                            f"{keys['device']}: none beside the results or shipped")
     if bootstrap not in ("residuals", "repeats"):
         raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
     label = label or f"{keys['machine']}/{keys['device']}"
@@ -298,10 +312,12 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,
                    f_scale=f_scale, max_held_out_fraction=max_held_out_fraction, label=label, bootstrap=bootstrap,
                    statistic=statistic, peaks=_peak_values(peaks))
-    key = fit_cache.key_of(frame, keys, options) if cache and fit_cache.enabled() else None
+    digest = profile_digest(calibration) if CALIBRATED in models else ""
+    key = fit_cache.key_of(frame, keys, dict(options, calibration=digest)) if cache and fit_cache.enabled() else None
     fit = fit_cache.load(key) if key else None
     if fit is None:
-        fit = _fit_series(frame, keys, **options, on_fit=on_fit)
+        fit = _fit_series(frame, keys, **options, on_fit=on_fit,
+                          calibration=calibration if CALIBRATED in models else None)
         if key:
             fit_cache.store(key, fit)
     fit.peaks = dict(peaks or {})
@@ -327,9 +343,11 @@ def fit_costs(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, ax
     list of float
         One cost per fit: as many as ``fit_series`` reports to its ``on_fit``.
     """
-    frame = one_row_per_size(split_heldout(check_frame(frame, statistic))[0])
+    checked = check_frame(frame, statistic)
+    frame = one_row_per_size(split_heldout(checked)[0])
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
-    models = default_models(frame["device"].iloc[0]) if models is None else models
+    if models is None:
+        models = default_models(frame["device"].iloc[0], calibration_for_rows(checked) is not None)
 
     def cost(model, starts=None):
         n_starts = len(starts_of(model, X, t)) if starts is None else starts
@@ -348,18 +366,19 @@ def _peak_values(peaks: Optional[dict]) -> dict:
 
 
 def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale, max_held_out_fraction, label,
-                bootstrap, statistic, peaks, on_fit=None) -> SeriesFit:
+                bootstrap, statistic, peaks, on_fit=None, calibration=None) -> SeriesFit:
     """:func:`fit_series` on checked rows, one per size, without the cache."""
-    X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    t = frame["latency_s"].to_numpy()
     tell = on_fit or (lambda stage, model: None)
     deviations = frame["latency_deviation"].dropna()
     predictions = [held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale,
                                         max_held_out_fraction=max_held_out_fraction, peaks=peaks,
-                                        on_fit=lambda m=m: tell("cv", m)) for m in models]
+                                        on_fit=lambda m=m: tell("cv", m), calibration=calibration) for m in models]
     cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
     scores = {m: selection_score(cv, m) for m in models}
     scored = [m for m in models if np.isfinite(scores[m])]
     model = min(scored, key=scores.get) if scored else models[0]
+    X = model_features(frame, model, calibration)
     theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
     tell("fit", model)
     log_errors = leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
@@ -376,7 +395,7 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
                      noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
                      noise_floor_points=len(deviations), statistic=statistic,
                      points=frame[list(AXES) + ["latency_s"]].reset_index(drop=True), cv=cv,
-                     cv_log_errors=log_errors)
+                     cv_log_errors=log_errors, calibration=calibration if model == CALIBRATED else None)
 
 
 class Fits(dict):

@@ -32,6 +32,19 @@ refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func
     serial      the smooth-max exponent p = 1: compute and memory time add up (a CPU that packs or
                 streams the weights, then multiplies)
 
+Apart from the rooflines, ``calibrated`` (a CPU series with a calibration profile, see
+:mod:`crossover.calibrated`) takes the shape of a step from the device's calibration: the toy model
+costed op by op with its weights hot and cold, split into a floor (dispatch and host overheads), a
+memory-bound and a compute-bound part. It fits how much each part costs in the sweep's steps relative
+to the calibration's tight loops, and where the weights go cold::
+
+    calibrated  t = sum over parts of scale_part * ((1 - c) * part_hot + c * part_cold)
+                c logistic in log(W) around min(warm_bytes * (Wl / 256 KiB)^warm_exponent, LLC)
+
+(``W`` the model's and ``Wl`` one layer's weight bytes). The library's choice of kernel by shape is in
+the calibration's grids, which a smooth form cannot follow; nothing past the calibrated grids is
+extrapolated from the sweep's own points, so holding out a whole axis value costs it little.
+
 ``cache`` and ``ramp`` combine (``roofline+cache+ramp``): in cache the weights stream at one
 bandwidth; out of it at a bandwidth that rises with the layer's size (on this VM, 5 GB/s for 64 KB
 layers, 12 GB/s for 4 MB ones), the measured shape of the streaming rate.
@@ -65,7 +78,7 @@ from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
 
-__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
+__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "CALIBRATED", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
            "model_parameters", "step_counts", "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds",
            "fit_parameters"]
 
@@ -83,6 +96,12 @@ CACHE_WIDTH = 0.5
 #: 5.8 GB/s at 256 KB layers to 12.8 GB/s at 4 MB ones on the VM. At the cache's 0.5 the held-out
 #: median error was 4.0-6.5% in three runs, at 1.0 3.4-5.3% (at 1.5 the same).
 RAMP_WIDTH = 1.0
+#: Width (natural-log units of weight bytes) of ``calibrated``'s hot -> cold transition: the VM's
+#: steps go from hot to cold within a factor of about two in weight bytes (see the logs of
+#: ``experiments/bench_heldout.py``).
+WARM_WIDTH = 0.25
+#: One layer's weight bytes at which ``calibrated``'s warm size is ``warm_bytes``.
+WARM_LAYER_BYTES = 256 * 2**10
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,11 @@ PARAMS = {
     "pack_bytes_per_s": _Param("weight-packing rate (batch > 1)", "GB/s", 1e-9, 1e6, 1e15),
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
+    "floor_scale": _Param("dispatch and host overheads, × calibration", "×", 1.0, 0.02, 50.0),
+    "memory_scale": _Param("memory-bound time, × calibration", "×", 1.0, 0.02, 50.0),
+    "compute_scale": _Param("compute-bound time, × calibration", "×", 1.0, 0.02, 50.0),
+    "warm_bytes": _Param("weights warm up to (midpoint, 256 KiB layers)", "MB", 1e-6, 1e4, 1e11),
+    "warm_exponent": _Param("warm size's growth with the layer size (exponent)", "", 1.0, 1e-3, 4.0),
 }
 #: Fitted parameter -> the device peak (a key of :func:`crossover.peaks.measure_peaks`' result) that
 #: bounds it: a compute rate by the best matrix-product rate; a bandwidth by the in-cache copy bandwidth
@@ -145,6 +169,11 @@ _COMPONENTS = {
 }
 
 
+#: The parameters of the ``calibrated`` model (see the module docstring).
+CALIBRATED = "calibrated"
+_CALIBRATED_PARAMS = ("floor_scale", "memory_scale", "compute_scale", "warm_bytes", "warm_exponent")
+
+
 @functools.lru_cache(maxsize=None)
 def model_parameters(name: str) -> tuple:
     """Parameter names (SI units, see :data:`PARAMS`) of latency model ``name``.
@@ -158,13 +187,16 @@ def model_parameters(name: str) -> tuple:
         (activations move at their own bandwidth), ``overlap`` (fitted smooth-max exponent),
         ``gemm`` (a per-layer cost paid only at batch > 1), ``pack`` (weight packing at batch > 1),
         ``width`` (compute rate grows with d_model), ``async`` (host launches overlap device
-        kernels) and ``serial`` (compute and memory add up).
+        kernels) and ``serial`` (compute and memory add up); or ``"calibrated"`` (the parts of a
+        calibrated step, scaled).
 
     Raises
     ------
     AnalysisError
         For a name that is none of these.
     """
+    if name == CALIBRATED:
+        return _CALIBRATED_PARAMS
     base, *extra = name.split("+")
     if base == "affine" and not extra:
         return ("step_s", "flops_per_s")
@@ -195,10 +227,12 @@ MODELS = {name: model_parameters(name) for name in (
 CPU_MODELS = ("roofline+cache+ramp+hockney+pack+split+gemm",)
 
 
-def default_models(device: str) -> tuple:
+def default_models(device: str, calibrated: bool = False) -> tuple:
     """The candidate models cross-validation chooses from for a series of ``device``: :data:`MODELS`,
-    plus :data:`CPU_MODELS` for ``"cpu"``."""
-    return tuple(MODELS) + (CPU_MODELS if str(device) == "cpu" else ())
+    plus :data:`CPU_MODELS` for ``"cpu"``, plus ``"calibrated"`` for a CPU series with a calibration
+    profile (``calibrated=True``)."""
+    cpu = str(device) == "cpu"
+    return tuple(MODELS) + (CPU_MODELS if cpu else ()) + ((CALIBRATED,) if cpu and calibrated else ())
 
 
 def peak_kind(param: str, names: Sequence[str]) -> Optional[str]:
@@ -250,22 +284,37 @@ def step_counts(d_model, n_layers, batch_size, workload="forward", bytes_per_ele
     return flops, (weights + activations) * bytes_per_element
 
 
-def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per_element: int = 4):
+def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per_element: int = 4, *,
+             calibration=None, dtype: str = "float32"):
     """What every latency model reads of a size: per-layer FLOPs and bytes, weight bytes, batch.
+
+    With a ``calibration`` (a CPU :class:`crossover.profiles.Profile`), also the parts of the step
+    costed on it that the ``calibrated`` model scales (:func:`crossover.calibrated.toy_parts` of the
+    toy model in ``dtype``) and the profile's last-level cache.
 
     Returns
     -------
     types.SimpleNamespace
         ``L`` layers, ``B`` batch, ``flops`` of the step, per layer ``F`` FLOPs, ``Mw``/``Ma``/``M``
         weight, activation and all bytes, ``W`` the whole model's and ``Wl`` one layer's weight bytes
-        (float arrays broadcast from the sizes).
+        (float arrays broadcast from the sizes); with a calibration ``floor_hot_s`` ... ``compute_cold_s``
+        and ``llc_bytes``.
     """
     flops, weights, activations = _work(d_model, n_layers, batch_size, workload)
     L, d = np.asarray(n_layers, dtype=float), np.asarray(d_model, dtype=float)
     elt = bytes_per_element
-    return SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
-                           Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
-                           W=L * d * d * elt, Wl=d * d * elt, d=d)
+    X = SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
+                        Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
+                        W=L * d * d * elt, Wl=d * d * elt, d=d)
+    if calibration is not None:
+        from .calibrated import toy_parts
+
+        parts = toy_parts(calibration, d_model, n_layers, batch_size, workload, dtype)
+        shape = np.broadcast(L, X.B, d).shape
+        for name, values in parts.items():
+            setattr(X, name, np.broadcast_to(values, shape).astype(float))
+        X.llc_bytes = np.full(shape, float(calibration.llc_bytes))
+    return X
 
 
 def _as_params(model, theta):
@@ -282,6 +331,8 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     parameter set, e.g. bootstrap draws) gives one row of predictions per set.
     """
     p = _as_params(model, theta)
+    if model == CALIBRATED:
+        return _calibrated(p, X)
     serial = "+serial" in model
     if "layer_s" not in p:
         return p["step_s"] + X.flops / p["flops_per_s"]
@@ -310,6 +361,20 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     if "kernel_s" in p:  # asynchronous launches: the host's launches and the device's kernels overlap
         return p["step_s"] + X.L * _smooth_max(p["layer_s"], p["kernel_s"] + smooth, SMOOTH_MAX_P)
     return p["step_s"] + X.L * (p["layer_s"] + smooth)
+
+
+def _calibrated(p, X):
+    """The ``calibrated`` model (see the module docstring) at features ``X`` with a calibration."""
+    if not hasattr(X, "floor_hot_s"):
+        raise AnalysisError("the 'calibrated' model needs the device's calibration profile "
+                            "(features(..., calibration=profile); 'crossover calibrate' writes one)")
+    middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
+    cold = special.expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
+    total = 0.0
+    for part in ("floor", "memory", "compute"):
+        hot, chilled = getattr(X, f"{part}_hot_s"), getattr(X, f"{part}_cold_s")
+        total = total + p[f"{part}_scale"] * ((1 - cold) * hot + cold * chilled)
+    return total
 
 
 def _smooth_max(a, b, power):
@@ -347,9 +412,10 @@ def _starts(model, X, t):
     bw = guess["bytes_per_s"]
     guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
                  act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"],
-                 pack_bytes_per_s=bw, width_half=64.0, kernel_s=0.1 * guess["layer_s"])
+                 pack_bytes_per_s=bw, width_half=64.0, kernel_s=0.1 * guess["layer_s"],
+                 floor_scale=1.0, memory_scale=1.0, compute_scale=1.0, warm_exponent=0.5)
     options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
-               "batch_half": [1.0, 16.0]}
+               "batch_half": [1.0, 16.0], "warm_bytes": np.quantile(X.W, [0.3, 0.7])}
     starts = [dict(guess)]
     for name, values in options.items():
         if name in model_parameters(model):

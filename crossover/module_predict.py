@@ -87,7 +87,8 @@ def host_events(rows, module_calls: int) -> int:
 
 
 def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int, param_bytes: int,
-                    input_bytes: int = 0, transfer: bool = False, top: int = 5) -> dict:
+                    input_bytes: int = 0, transfer: bool = False, top: int = 5,
+                    weights: Optional[str] = None) -> dict:
     """Compose one step on one profile from its traced op rows (pure).
 
     Parameters
@@ -109,6 +110,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         Add the input's host→device copy (GPU profiles only).
     top : int
         How many of the costliest ops to list.
+    weights : {"hot", "cold"}, optional
+        Cost the matrix products with their weights hot or cold whatever ``param_bytes`` says
+        (:mod:`crossover.calibrated` blends the two).
 
     Returns
     -------
@@ -123,7 +127,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         ``top_ops`` (list of dicts) and ``warnings`` (list of str).
     """
     on_gpu = profile.device == "cuda"
-    cold = param_bytes > profile.warm_bytes
+    if weights not in (None, "hot", "cold"):
+        raise ValueError(f"weights must be 'hot', 'cold' or None, not {weights!r}")
+    cold = param_bytes > profile.warm_bytes if weights is None else weights == "cold"
     o = profile.overhead
     host = device = floors = memory = compute = 0.0
     launches = flops = moved = 0

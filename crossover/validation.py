@@ -22,10 +22,10 @@ import pandas as pd
 from .choices import BYTES_PER_ELEMENT
 from .columns import HELDOUT_SWEEP
 from .errors import AnalysisError
-from .latency_models import AXES, evaluate, features, fit_parameters, model_parameters
+from .latency_models import AXES, CALIBRATED, evaluate, features, fit_parameters, model_parameters
 from .statistics import with_latency
 
-__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "cv_splits", "cv_folds", "cross_validate",
+__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "model_features", "cv_splits", "cv_folds", "cross_validate",
            "held_out_predictions", "cv_summary", "split_heldout", "heldout_predictions",
            "leave_one_out_log_errors", "selection_score"]
 
@@ -52,12 +52,28 @@ def check_frame(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def frame_features(frame: pd.DataFrame) -> SimpleNamespace:
-    """:func:`crossover.latency_models.features` of the rows of one series (its workload and dtype)."""
-    workload = frame["workload"].iloc[0]
-    elt = BYTES_PER_ELEMENT.get(frame["dtype"].iloc[0], 4)
+def frame_features(frame: pd.DataFrame, calibration=None) -> SimpleNamespace:
+    """:func:`crossover.latency_models.features` of the rows of one series (its workload and dtype),
+    with the parts of its steps costed on ``calibration`` (a profile) when one is given."""
+    workload, dtype = frame["workload"].iloc[0], str(frame["dtype"].iloc[0])
+    elt = BYTES_PER_ELEMENT.get(dtype, 4)
     return features(frame["d_model"].to_numpy(), frame["n_layers"].to_numpy(),
-                    frame["batch_size"].to_numpy(), workload, elt)
+                    frame["batch_size"].to_numpy(), workload, elt, calibration=calibration, dtype=dtype)
+
+
+def model_features(frame: pd.DataFrame, model: str, calibration=None) -> SimpleNamespace:
+    """:func:`frame_features` as ``model`` reads them: with ``calibration`` for the ``calibrated`` model
+    alone (costing the steps on a profile takes a trace per size).
+
+    Raises
+    ------
+    AnalysisError
+        The ``calibrated`` model without a calibration.
+    """
+    if model == CALIBRATED and calibration is None:
+        raise AnalysisError("the 'calibrated' model needs a calibration profile of this series' machine "
+                            "('crossover calibrate --out DIR', then put its profile.json beside the results)")
+    return frame_features(frame, calibration if model == CALIBRATED else None)
 
 
 def cv_splits(frame: pd.DataFrame, axis: str, max_held_out_fraction: float = 0.5) -> list:
@@ -84,7 +100,7 @@ def cv_splits(frame: pd.DataFrame, axis: str, max_held_out_fraction: float = 0.5
 
 
 def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, statistic: str = "median",
-                   loss="soft_l1", f_scale=0.1, max_held_out_fraction: float = 0.5) -> pd.DataFrame:
+                   loss="soft_l1", f_scale=0.1, max_held_out_fraction: float = 0.5, calibration=None) -> pd.DataFrame:
     """Held-out predictions of ``model`` on one series, holding out each value of each axis in turn.
 
     See :func:`cv_splits`; folds whose training set has fewer than ``n_params + 2`` points are skipped.
@@ -100,8 +116,8 @@ def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, 
     statistic : str
         Each point's latency (see :data:`crossover.statistics.STATISTICS`): by default the median of
         its rounds, the ``median_s`` of the rows; pass a fit's ``statistic`` to check that fit.
-    loss, f_scale, max_held_out_fraction
-        As in :func:`crossover.fitting.fit_series`.
+    loss, f_scale, max_held_out_fraction, calibration
+        As in :func:`crossover.fitting.fit_series` (``calibration`` a profile, for the ``calibrated`` model).
 
     Returns
     -------
@@ -111,7 +127,7 @@ def cross_validate(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, 
         rel_error (predicted / measured - 1).
     """
     return held_out_predictions(check_frame(frame, statistic), model, axes, loss=loss, f_scale=f_scale,
-                                max_held_out_fraction=max_held_out_fraction)
+                                max_held_out_fraction=max_held_out_fraction, calibration=calibration)
 
 
 def cv_folds(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES,
@@ -125,11 +141,13 @@ def cv_folds(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES,
 
 
 def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, loss="soft_l1",
-                         f_scale=0.1, max_held_out_fraction: float = 0.5, on_fit=None, peaks=None) -> pd.DataFrame:
+                         f_scale=0.1, max_held_out_fraction: float = 0.5, on_fit=None, peaks=None,
+                         calibration=None) -> pd.DataFrame:
     """:func:`cross_validate` on a frame whose ``latency_s`` is already chosen (:func:`check_frame`);
     ``on_fit()``, if given, is called after each fold's fit (for a progress bar); ``peaks`` bound the
-    fits (:func:`crossover.latency_models.upper_bounds`)."""
-    X, t = frame_features(frame), frame["latency_s"].to_numpy()
+    fits (:func:`crossover.latency_models.upper_bounds`); ``calibration`` the profile the
+    ``calibrated`` model reads."""
+    X, t = model_features(frame, model, calibration), frame["latency_s"].to_numpy()
     rows = []
     for axis, value, train, test in cv_folds(frame, model, axes, max_held_out_fraction):
         Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})

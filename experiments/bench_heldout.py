@@ -14,7 +14,13 @@ run's value of a size lies from another's once the runs' overall offset is remov
 be checked more closely than that.
 
 ``--measure N`` first runs the quick suite N times (seeds 1..N) into ``--out``/seed<k>; run it on an
-otherwise idle machine.
+otherwise idle machine. With ``--calibrate quick`` (or ``full``) each run is preceded by a calibration
+of the CPU written to ``seed<k>/calibration`` (``crossover calibrate``), which makes the ``calibrated``
+model (the toy model costed op by op on it, :mod:`crossover.calibrated`) a candidate for that run.
+
+Each run also gets its grouped cross-validation (holding out every point of one d_model, n_layers or
+batch_size value in turn) per model: MAPE per axis and the mean over axes of the interior folds' MAPE,
+the score that chooses the model.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from crossover.fitting import fit_series, one_row_per_size
+from crossover.calibrated import RUN_CALIBRATION_DIR, calibration_for_rows
 from crossover.latency_models import default_models
 from crossover.results import load_results
 from crossover.statistics import DEFAULT_STATISTIC, STATISTICS
@@ -71,10 +78,28 @@ def heldout_floor(runs, statistic) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def measure(n_runs: int, out: Path) -> list:
+def grouped_cv_lines(index: int, fit) -> list:
+    """One line per candidate of ``fit``'s grouped CV: MAPE per axis, worst axis, interior score."""
+    from crossover.validation import selection_score
+
+    lines = []
+    for model, rows in fit.cv.groupby("model", sort=False):
+        line = dict(run=index, model=model + (" *" if model == fit.model else ""))
+        line.update({axis: mape for axis, mape in zip(rows["axis"], rows["mape_pct"])})
+        line["within_10"] = float((rows["within_10_pct"] * rows["n_points"]).sum() / rows["n_points"].sum())
+        line["interior"] = selection_score(fit.cv, model)
+        lines.append(line)
+    return lines
+
+
+def measure(n_runs: int, out: Path, calibrate: str = "none") -> list:
     runs = []
     for seed in range(1, n_runs + 1):
         run = out / f"seed{seed}"
+        if calibrate != "none" and not (run / RUN_CALIBRATION_DIR / "profile.json").is_file():
+            plan = ["--quick"] if calibrate == "quick" else []
+            subprocess.run([sys.executable, "-m", "crossover", "calibrate", "--device", "cpu", *plan,
+                            "--out", str(run / RUN_CALIBRATION_DIR), "--seed", str(seed), "--quiet"], check=True)
         subprocess.run([sys.executable, "-m", "crossover", "sweep", str(QUICK_SUITE), "--out", str(run),
                         "--seed", str(seed), "--resume", "--quiet"], check=True)
         runs.append(run)
@@ -88,19 +113,24 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/heldout"), help="where --measure writes")
     parser.add_argument("--models", help="comma-separated candidates (default: crossover's for a CPU)")
     parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC)
+    parser.add_argument("--calibrate", choices=("none", "quick", "full"), default="none",
+                        help="with --measure: calibrate the CPU before each run (the calibrated model's profile)")
     args = parser.parse_args(argv)
-    runs = list(args.runs) + (measure(args.measure, args.out) if args.measure else [])
+    runs = list(args.runs) + (measure(args.measure, args.out, args.calibrate) if args.measure else [])
     if not runs:
         parser.error("give results directories, or --measure N")
-    models = tuple(args.models.split(",")) if args.models else default_models("cpu")
     print(f"held-out sizes predicted by fits of the other rows; statistic {args.statistic}\n")
-    lines, per_size = [], []
+    lines, per_size, cv_lines = [], [], []
     for index, run in enumerate(runs, 1):
         frame = cpu_rows(run)
-        chosen = fit_series(frame, models, n_boot=0, statistic=args.statistic, cache=False)
+        calibration = calibration_for_rows(frame)
+        models = tuple(args.models.split(",")) if args.models else default_models("cpu", calibration is not None)
+        print(f"run {index} ({run}): calibration {calibration.path if calibration else 'none'}")
+        chosen = fit_series(frame, models, n_boot=0, statistic=args.statistic, cache=False, calibration=calibration)
+        cv_lines += grouped_cv_lines(index, chosen)
         for model in models:
             fit = chosen if len(models) == 1 else fit_series(frame, [model], n_boot=0, statistic=args.statistic,
-                                                              axes=(), cache=False)
+                                                              axes=(), cache=False, calibration=calibration)
             lines.append(dict(run=index, model=model + (" *" if model == chosen.model else ""),
                               **summary(fit.heldout["rel_error"])))
         held = chosen.heldout
@@ -123,6 +153,9 @@ def main(argv=None) -> int:
         print(f"run {index}, chosen model: median {s['median_pct']:.1f}%, worst {s['worst_pct']:.1f}%, "
               f"{s['within_10_pct']:.0f}% within ±10%; {100 * run['in_interval'].mean():.0f}% inside the "
               f"{100 * chosen.level:.0f}% prediction interval (median width ×{run['interval_width'].median():.2f})")
+    print("\ngrouped cross-validation per run and model: MAPE % per held-out axis; interior = mean over axes "
+          "of the interior folds' MAPE (* = chosen)")
+    print(pd.DataFrame(cv_lines).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     if len(runs) > 1:
         floor = heldout_floor(runs, args.statistic)
         print("\nnoise floor of the held-out sizes between runs (after the runs' overall offset):")

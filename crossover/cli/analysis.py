@@ -207,6 +207,9 @@ def _print_series(fits, fit) -> None:
     sources = sorted({s for s in table["peak_source"] if s})
     if sources:
         print("    peaks: " + "; ".join(sources))
+    if fit.calibration is not None:
+        where = fit.calibration.path or fit.calibration.label
+        print(f"    the step's floor, memory and compute parts costed op by op on the calibration {where}")
     held = fit.heldout_summary()
     if held["n"]:
         print(f"  held-out sizes (never fitted, measured in the same run): {held['n']} sizes, median error "

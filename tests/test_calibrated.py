@@ -1,0 +1,164 @@
+"""The calibrated latency model: the toy model's step costed on a profile, its parts scaled by a fit."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossover.calibrated import RUN_CALIBRATION_DIR, calibration_for_rows, part_names, toy_parts
+from crossover.errors import AnalysisError
+from crossover.latency_models import (CALIBRATED, WARM_LAYER_BYTES, default_models, evaluate, features,
+                                      fit_parameters, model_parameters)
+from crossover.model import ResidualMLP
+from crossover.module_predict import step_prediction, trace_step
+from crossover.profiles import Grid, synthetic_profile, write_profile
+
+from test_analysis import fit_median, sizes
+
+US = 1e-6
+
+
+def two_speed_profile(machine="testbox"):
+    """A CPU whose matrix products run at 50 GFLOP/s with hot weights and 5 with cold ones."""
+    base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=5e9, machine=machine, module_call_s=1 * US)
+    hot = Grid((1.0,), (1e-12,), ((2 * US,),), rate=5e10)
+    cold = Grid((1.0,), (1e-12,), ((2 * US,),), rate=5e9)
+    return dataclasses.replace(base, grids={"matmul": hot, "matmul_cold": cold}, llc_bytes=32 * 2**20, threads=2)
+
+
+def direct_latency_s(profile, d_model, n_layers, batch_size, weights):
+    """The step of the whole model costed at once (no one-and-two-layer shortcut)."""
+    model = ResidualMLP(d_model, n_layers, device="meta")
+    table, calls = trace_step(model, (d_model,), batch_size)
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    return step_prediction(profile, table.to_dict("records"), module_calls=calls, n_params=n_layers,
+                           param_bytes=param_bytes, weights=weights)["latency_s"]
+
+
+@pytest.mark.parametrize("d_model, n_layers, batch_size", [(32, 5, 3), (64, 3, 1), (16, 9, 40)])
+def test_the_parts_of_a_deep_stack_add_up_to_the_whole_step_costed_at_once(d_model, n_layers, batch_size):
+    profile = two_speed_profile()
+    parts = toy_parts(profile, d_model, n_layers, batch_size)
+    for warmth in ("hot", "cold"):
+        total = sum(float(parts[f"{part}_{warmth}_s"]) for part in ("floor", "memory", "compute"))
+        assert total == pytest.approx(direct_latency_s(profile, d_model, n_layers, batch_size, warmth), rel=1e-9)
+    assert float(parts["compute_cold_s"]) > float(parts["compute_hot_s"])  # cold weights: the slower grid
+
+
+def test_forcing_the_weights_hot_or_cold_overrides_their_size():
+    profile = two_speed_profile()
+    hot, cold = (direct_latency_s(profile, 64, 2, 8, w) for w in ("hot", "cold"))
+    assert cold > hot
+    assert direct_latency_s(profile, 64, 2, 8, None) == pytest.approx(hot)  # 32 KB of weights: warm by size
+    with pytest.raises(ValueError, match="lukewarm"):
+        direct_latency_s(profile, 64, 2, 8, "lukewarm")
+
+
+def test_toy_parts_refuses_a_gpu_profile():
+    with pytest.raises(ValueError, match="CPU profile"):
+        toy_parts(synthetic_profile("cuda"), 64, 2, 1)
+
+
+TRUTH = dict(floor_scale=0.8, memory_scale=2.0, compute_scale=1.3, warm_bytes=2e6, warm_exponent=0.5)
+
+
+def _points():
+    return np.array([(d, n, b) for d in (32, 64, 128, 256) for n in (2, 8, 32, 128) for b in (1, 4, 32)], float).T
+
+
+def test_a_fit_recovers_known_scales_and_where_the_weights_go_cold():
+    d, n, b = _points()
+    X = features(d, n, b, calibration=two_speed_profile())
+    theta = [TRUTH[name] for name in model_parameters(CALIBRATED)]
+    t = evaluate(CALIBRATED, theta, X)
+    got = dict(zip(model_parameters(CALIBRATED), fit_parameters(CALIBRATED, X, t)))
+    for name, value in TRUTH.items():
+        assert got[name] == pytest.approx(value, rel=0.03), name
+
+
+def test_weights_go_cold_past_the_warm_size_and_never_stay_warm_past_the_last_level_cache():
+    profile = two_speed_profile()
+    theta = [TRUTH[name] for name in model_parameters(CALIBRATED)]
+    layer = int(np.sqrt(WARM_LAYER_BYTES / 4))  # a 256 KiB layer: warm up to warm_bytes = 2 MB
+
+    def scaled(d, n):
+        X = features(d, n, 1, calibration=profile)
+        hot = sum(TRUTH[f"{p}_scale"] * getattr(X, f"{p}_hot_s") for p in ("floor", "memory", "compute"))
+        cold = sum(TRUTH[f"{p}_scale"] * getattr(X, f"{p}_cold_s") for p in ("floor", "memory", "compute"))
+        return float(evaluate(CALIBRATED, theta, X)), float(hot), float(cold)
+
+    t, hot, cold = scaled(layer, 1)  # 0.26 MB: warm
+    assert t == pytest.approx(hot, rel=0.01)
+    t, hot, cold = scaled(layer, 32)  # 8 MB: cold
+    assert t == pytest.approx(cold, rel=0.01)
+    # 4 MiB layers would be warm up to 2 MB × 16^3 = 8 GB by the exponent alone; the midpoint stops at
+    # the 32 MiB last-level cache, so 128 MiB of them are cold whatever the exponent
+    wide = dict(TRUTH, warm_exponent=3.0)
+    X = features(1024, 32, 1, calibration=profile)
+    t = float(evaluate(CALIBRATED, [wide[name] for name in model_parameters(CALIBRATED)], X))
+    cold = sum(wide[f"{p}_scale"] * float(getattr(X, f"{p}_cold_s")) for p in ("floor", "memory", "compute"))
+    assert t == pytest.approx(cold, rel=0.01)
+
+
+def test_the_calibrated_model_needs_a_calibration():
+    with pytest.raises(AnalysisError, match="calibration"):
+        evaluate(CALIBRATED, [TRUTH[name] for name in model_parameters(CALIBRATED)], features(64, 2, 1))
+
+
+def test_only_a_cpu_series_with_a_calibration_gets_the_calibrated_candidate():
+    assert CALIBRATED in default_models("cpu", calibrated=True)
+    assert CALIBRATED not in default_models("cpu")
+    assert CALIBRATED not in default_models("cuda", calibrated=True)
+
+
+def _rows(machine="testbox", device="cpu", results_dir=None, threads=2):
+    theta = [TRUTH[name] for name in model_parameters(CALIBRATED)]
+    rng = np.random.default_rng(0)
+    profile = two_speed_profile(machine)
+    rows = []
+    for d, n, b in sizes():
+        true = float(evaluate(CALIBRATED, theta, features(d, n, b, calibration=profile)))
+        raw = true * np.exp(0.01 * rng.standard_normal(9))
+        rows.append(dict(machine=machine, device=device, workload="forward", mode="eager", dtype="float32",
+                         regime="latency", transfer="device", threads=threads, d_model=d, n_layers=n, batch_size=b,
+                         median_s=float(np.median(raw)), raw_times_s=tuple(raw),
+                         results_dir=str(results_dir) if results_dir else None))
+    return pd.DataFrame(rows)
+
+
+def test_a_runs_own_calibration_is_found_beside_its_results(tmp_path):
+    run = tmp_path / "run"
+    (run / RUN_CALIBRATION_DIR).mkdir(parents=True)
+    write_profile(run / RUN_CALIBRATION_DIR, two_speed_profile())
+    found = calibration_for_rows(_rows(results_dir=run))
+    assert found is not None and found.machine == "testbox"
+    assert calibration_for_rows(_rows(results_dir=run, threads=4)) is None  # calibrated on 2 threads
+    assert calibration_for_rows(_rows(machine="elsewhere", results_dir=run)) is None
+    assert calibration_for_rows(_rows(device="cuda", results_dir=run)) is None
+
+
+def test_a_fit_on_steps_drawn_from_the_calibrated_model_chooses_it_and_predicts_with_it(tmp_path):
+    run = tmp_path / "run"
+    (run / RUN_CALIBRATION_DIR).mkdir(parents=True)
+    write_profile(run / RUN_CALIBRATION_DIR, two_speed_profile())
+    frame = _rows(results_dir=run)
+    fit = fit_median(frame, ["roofline+cache+hockney", CALIBRATED], n_boot=0, cache=False)
+    assert fit.model == CALIBRATED and fit.calibration is not None
+    values = fit.parameters().set_index("param")["value"]
+    assert values["compute_scale"] == pytest.approx(TRUTH["compute_scale"], rel=0.05)
+    measured = frame.set_index(["d_model", "n_layers", "batch_size"])["median_s"]
+    predicted = fit.latency_s(256, 32, 16)
+    assert float(predicted) == pytest.approx(measured[(256, 32, 16)], rel=0.05)
+    cv = fit.cv[fit.cv["model"] == CALIBRATED]
+    assert (cv["mape_pct"] < 5).all()  # a held-out axis value costs it nothing: its shape is calibrated
+
+
+def test_asking_for_the_calibrated_model_without_a_calibration_says_how_to_get_one():
+    with pytest.raises(AnalysisError, match="calibration profile"):
+        fit_median(_rows(), [CALIBRATED], n_boot=0, cache=False)
+
+
+def test_the_parts_are_named_for_their_warmth():
+    assert part_names() == ("floor_hot_s", "memory_hot_s", "compute_hot_s",
+                            "floor_cold_s", "memory_cold_s", "compute_cold_s")
