@@ -84,8 +84,8 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
     ----------
     profile : Profile
         A CPU profile (``crossover calibrate``).
-    d_model, n_layers, batch_size : int or array of int
-        The sizes (broadcast together).
+    d_model, n_layers, batch_size : int, float or arrays
+        The sizes (broadcast together); between integers, interpolated between the integers around.
     workload : {"forward", "train"}
     dtype : str
         The weights' and input's dtype (``"float32"``, ``"float16"``, ``"bfloat16"``).
@@ -104,12 +104,19 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
     if profile.device != "cpu":
         raise ValueError(f"the calibrated toy model needs a CPU profile, not {profile.label}")
     d, L, B = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (d_model, n_layers, batch_size)))
-    out = {name: np.empty(d.shape) for name in part_names()}
-    for dv, bv in {(int(a), int(b)) for a, b in zip(d.ravel(), B.ravel())}:
-        where = (d == dv) & (B == bv)
-        parts = _one_and_two_layers(profile, dv, bv, workload, dtype)
-        for name, (one, two) in parts.items():
-            out[name][where] = one + (L[where] - 1) * (two - one)
+    if not (np.all(d >= 1) and np.all(B >= 1)):
+        raise ValueError("d_model and batch_size must be at least 1")
+    out = {name: np.zeros(d.shape) for name in part_names()}
+    # A size between integers (a crossover's root finder asks for them) is interpolated between the
+    # integer sizes around it, bilinearly in (d_model, batch_size).
+    d0, B0 = np.floor(d), np.floor(B)
+    for d_corner, d_weight in ((d0, 1 - (d - d0)), (d0 + 1, d - d0)):
+        for B_corner, B_weight in ((B0, 1 - (B - B0)), (B0 + 1, B - B0)):
+            weight = d_weight * B_weight
+            for dv, bv in {(int(a), int(b)) for a, b, w in zip(d_corner.ravel(), B_corner.ravel(), weight.ravel()) if w > 0}:
+                where = (d_corner == dv) & (B_corner == bv) & (weight > 0)
+                for name, (one, two) in _one_and_two_layers(profile, dv, bv, workload, dtype).items():
+                    out[name][where] += weight[where] * (one + (L[where] - 1) * (two - one))
     return out
 
 
@@ -168,3 +175,4 @@ def resolve_calibration(calibration, frame) -> Optional[Profile]:
     if isinstance(calibration, str) and calibration == "auto":
         return calibration_for_rows(frame)
     return calibration
+

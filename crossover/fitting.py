@@ -15,9 +15,8 @@ model does not explain: drift between runs and rounds on a shared machine as wel
 on real machines is far larger than the noise within one measurement. ``bootstrap="repeats"``
 resamples each point's raw repeats instead (the statistic retaken, model refitted): intervals that
 reflect only the noise within a run, and are much narrower. The cross-validation error remains the
-honest measure of how far a prediction for an unmeasured size may be off. A parameter whose estimate
-sits on its search bound (``at_bound`` in :meth:`SeriesFit.parameters`) is not identified by the
-data.
+honest measure of how far a prediction for an unmeasured size may be off. A parameter the data do
+not pin down is marked (``identified`` in :meth:`SeriesFit.parameters`).
 
 The bootstrap's random draws are seeded by the series' label (:func:`series_seed`), so every entry
 point (``crossover fit``/``predict``, the figures, the paper's numbers, the notebook) that fits the
@@ -35,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import fit_cache
-from .calibrated import calibration_for_rows, profile_digest, resolve_calibration
+from .calibrated import profile_digest, resolve_calibration
 from .choices import BYTES_PER_ELEMENT
 from .errors import AnalysisError
 from .latency_models import (AXES, CALIBRATED, MODELS, PARAMS, default_models, evaluate, features, fit_parameters,
@@ -43,9 +42,9 @@ from .latency_models import (AXES, CALIBRATED, MODELS, PARAMS, default_models, e
 from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
 from .fit_bootstrap import bootstrap_draws
 from .statistics import DEFAULT_STATISTIC, statistic_named
-from .validation import (SERIES_KEYS, check_frame, cv_folds, cv_summary, frame_features, held_out_predictions,
-                         heldout_predictions, leave_one_out_log_errors, model_features, selection_score,
-                         split_heldout)
+from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
+                         held_out_predictions, heldout_predictions, leave_one_out_log_errors, model_features,
+                         selection_score, split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -178,10 +177,11 @@ class SeriesFit:
 
         ``at_bound`` is True where the estimate lies within 5% of the bound the fit searches within
         (``PARAMS``, lowered to the device's peak where one bounds the parameter: a rate pressed against
-        the peak is the fit wanting more than the device can give); ``identified`` is False then, and
-        also where the interval spans more than two decades. Such a parameter is not pinned down by the data (e.g. a per-step overhead too
-        small to matter next to the rest, or a compute rate of a series whose points are all
-        launch-bound), and its value and interval mean nothing physical.
+        the peak is the fit wanting more than the device can give); ``identified`` is False then, also
+        where the interval spans more than two decades, and where no resample moved it (``flat``: the
+        data do not depend on it, e.g. a warm size above the cache that caps it). The data do not pin
+        such a parameter down (a per-step overhead too small to matter, a compute rate of launch-bound
+        points): its value and interval mean nothing physical.
         """
         rows = []
         upper = upper_bounds(self.model, self.peaks)  # a rate held at the device's peak is on a bound too
@@ -194,9 +194,10 @@ class SeriesFit:
             value = self.params[i]
             at_bound = bool(abs(np.log(value / spec.lo)) < 0.05 or abs(np.log(upper.get(name, spec.hi) / value)) < 0.05)
             wide = bool(np.isfinite(low) and np.isfinite(high) and low > 0 and high / low > 100)
+            flat = bool(self.draws is not None and len(self.draws) > 1 and np.ptp(self.draws[:, i]) <= 1e-9 * abs(value))
             rows.append(dict(series=self.label, model=self.model, param=name, label=spec.label,
                              unit=spec.unit, value=value * spec.scale, low=low, high=high, at_bound=at_bound,
-                             identified=not (at_bound or wide)))
+                             flat=flat, identified=not (at_bound or wide or flat)))
         return pd.DataFrame(rows)
 
     @property
@@ -346,8 +347,7 @@ def fit_costs(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, ax
     checked = check_frame(frame, statistic)
     frame = one_row_per_size(split_heldout(checked)[0])
     X, t = frame_features(frame), frame["latency_s"].to_numpy()
-    if models is None:
-        models = default_models(frame["device"].iloc[0], calibration_for_rows(checked) is not None)
+    models = candidate_models(checked) if models is None else models
 
     def cost(model, starts=None):
         n_starts = len(starts_of(model, X, t)) if starts is None else starts

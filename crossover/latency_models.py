@@ -132,9 +132,9 @@ PARAMS = {
     "pack_bytes_per_s": _Param("weight-packing rate (batch > 1)", "GB/s", 1e-9, 1e6, 1e15),
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
-    "floor_scale": _Param("dispatch and host overheads, × calibration", "×", 1.0, 0.02, 50.0),
-    "memory_scale": _Param("memory-bound time, × calibration", "×", 1.0, 0.02, 50.0),
-    "compute_scale": _Param("compute-bound time, × calibration", "×", 1.0, 0.02, 50.0),
+    "floor_scale": _Param("dispatch and host overheads (× calibration)", "×", 1.0, 0.02, 50.0),
+    "memory_scale": _Param("memory-bound time (× calibration)", "×", 1.0, 0.02, 50.0),
+    "compute_scale": _Param("compute-bound time (× calibration)", "×", 1.0, 0.02, 50.0),
     "warm_bytes": _Param("weights warm up to (midpoint, 256 KiB layers)", "MB", 1e-6, 1e4, 1e11),
     "warm_exponent": _Param("warm size's growth with the layer size (exponent)", "", 1.0, 1e-3, 4.0),
 }

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .fitting import fit_series, series_seed
-from .latency_models import default_models
+from .validation import candidate_models
 
 __all__ = [
     "BASELINE", "ANCHOR", "N_BOOT", "PAPER_STATISTIC", "ROLES",
@@ -138,8 +138,8 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[
                  extra_models: Sequence[str] = ()) -> dict:
     """Role -> :class:`crossover.fitting.SeriesFit` of its baseline series (None: too few points).
 
-    Every role is fitted with the candidate ``models`` (default: its device's,
-    :func:`crossover.latency_models.default_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
+    Every role is fitted with the candidate ``models`` (default: its series',
+    :func:`crossover.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
     resamples seeded by the series' label (``machine/device``) and each point's latency
     ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results).
     """
@@ -149,7 +149,7 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[
         rows = base[(base["machine"] == machine) & (base["device"] == device)]
         if len(rows) >= min_points:
             label = f"{machine}/{device}"  # seeded by its label, as every entry point seeds it: same draws
-            candidates = tuple(models) if models else default_models(device)
+            candidates = tuple(models) if models else candidate_models(rows)
             tasks.append((rows.reset_index(drop=True), candidates + tuple(extra_models), n_boot,
                           series_seed(label, seed), label, statistic))
             names.append(role)

@@ -22,10 +22,11 @@ import pandas as pd
 from .choices import BYTES_PER_ELEMENT
 from .columns import HELDOUT_SWEEP
 from .errors import AnalysisError
-from .latency_models import AXES, CALIBRATED, evaluate, features, fit_parameters, model_parameters
+from .calibrated import calibration_for_rows
+from .latency_models import AXES, CALIBRATED, default_models, evaluate, features, fit_parameters, model_parameters
 from .statistics import with_latency
 
-__all__ = ["SERIES_KEYS", "check_frame", "frame_features", "model_features", "cv_splits", "cv_folds", "cross_validate",
+__all__ = ["SERIES_KEYS", "check_frame", "candidate_models", "frame_features", "model_features", "cv_splits", "cv_folds", "cross_validate",
            "held_out_predictions", "cv_summary", "split_heldout", "heldout_predictions",
            "leave_one_out_log_errors", "selection_score"]
 
@@ -50,6 +51,13 @@ def check_frame(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
     if frame.empty:
         raise AnalysisError("no measured points to fit")
     return frame.reset_index(drop=True)
+
+
+def candidate_models(frame: pd.DataFrame) -> tuple:
+    """The models grouped CV chooses from for the rows of one series:
+    :func:`crossover.latency_models.default_models` of their device, ``calibrated`` included where
+    :func:`crossover.calibrated.calibration_for_rows` finds a profile for them."""
+    return default_models(str(frame["device"].iloc[0]), calibration_for_rows(frame) is not None)
 
 
 def frame_features(frame: pd.DataFrame, calibration=None) -> SimpleNamespace:

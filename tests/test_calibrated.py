@@ -162,3 +162,32 @@ def test_asking_for_the_calibrated_model_without_a_calibration_says_how_to_get_o
 def test_the_parts_are_named_for_their_warmth():
     assert part_names() == ("floor_hot_s", "memory_hot_s", "compute_hot_s",
                             "floor_cold_s", "memory_cold_s", "compute_cold_s")
+
+
+def test_a_parameter_no_resample_moved_is_not_identified(tmp_path):
+    run = tmp_path / "run"
+    (run / RUN_CALIBRATION_DIR).mkdir(parents=True)
+    write_profile(run / RUN_CALIBRATION_DIR, two_speed_profile())
+    fit = fit_median(_rows(results_dir=run), [CALIBRATED], n_boot=20, cache=False)
+    table = fit.parameters().set_index("param")
+    assert table["identified"].all() and not table["flat"].any()  # noisy steps move every parameter
+    draws = fit.draws.copy()
+    k = model_parameters(CALIBRATED).index("warm_exponent")
+    draws[:, k] = fit.params[k]  # as when the warm size sits above the cache that caps it: no gradient
+    table = dataclasses.replace(fit, draws=draws).parameters().set_index("param")
+    assert table.loc["warm_exponent", "flat"] and not table.loc["warm_exponent", "identified"]
+    assert table.drop(index="warm_exponent")["identified"].all()
+
+
+def test_sizes_between_integers_are_interpolated_between_the_integers_around_them():
+    profile = two_speed_profile()
+    parts = toy_parts(profile, [64.0, 64.25, 65.0, 64.0], 4, [8.0, 8.5, 9.0, 8.5])
+    for name, values in parts.items():
+        at = {(d, b): float(toy_parts(profile, d, 4, b)[name]) for d in (64, 65) for b in (8, 9)}
+        assert values[0] == pytest.approx(at[64, 8]) and values[2] == pytest.approx(at[65, 9])
+        assert values[3] == pytest.approx((at[64, 8] + at[64, 9]) / 2)
+        bilinear = 0.75 * (at[64, 8] + at[64, 9]) / 2 + 0.25 * (at[65, 8] + at[65, 9]) / 2
+        assert values[1] == pytest.approx(bilinear)
+        assert np.all(np.isfinite(values))
+    with pytest.raises(ValueError, match="at least 1"):
+        toy_parts(profile, 64, 4, 0.5)

@@ -200,6 +200,7 @@ def _print_series(fits, fit) -> None:
     for row in table.itertuples():
         flag = (f"  IMPOSSIBLE, {row.impossible.split(' (')[0]}: not a physical value" if row.above_peak else
                 "  at its bound: not identified by these data" if row.at_bound else
+                "  no resample moved it: not identified by these data" if row.flat else
                 "  interval over two decades: not identified by these data" if not row.identified else "")
         peak = f" {_number(row.peak):>8s}" if math.isfinite(row.peak) else f" {'':>8s}"
         interval = f"[{_number(row.low)}, {_number(row.high)}]"
