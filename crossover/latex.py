@@ -87,6 +87,8 @@ def _unit_text(unit: str) -> str:
         return PCT
     if unit == "\u00b5s":
         unit = MU + "s"
+    if unit == "\u00d7":  # a ratio: 0.98x
+        return "\\ensuremath{\\times}"
     return "\\," + unit
 
 

@@ -31,6 +31,8 @@ PARAM_NAMES = {
     "small_bytes_per_s": "SmallBandwidth", "large_bytes_per_s": "LargeBandwidth", "ramp_bytes": "RampSize",
     "act_bytes_per_s": "ActBandwidth", "batch_half": "BatchHalf", "smooth_p": "OverlapP",
     "pack_bytes_per_s": "PackBandwidth", "width_half": "WidthHalf", "kernel_s": "KernelTime",
+    "floor_scale": "FloorScale", "memory_scale": "MemoryScale", "compute_scale": "ComputeScale",
+    "warm_bytes": "WarmSize", "warm_exponent": "WarmExponent",
 }
 #: Parameter names as LaTeX text (``crossover.analysis.PARAMS`` labels hold non-ASCII characters).
 PARAM_LABELS = {
@@ -41,6 +43,10 @@ PARAM_LABELS = {
     "act_bytes_per_s": "activation bandwidth", "batch_half": "Hockney $n_{1/2}$ (batch of half the rate)",
     "smooth_p": "overlap exponent $p$", "pack_bytes_per_s": "weight-packing rate",
     "width_half": "width of half the compute rate", "kernel_s": "per-layer device time (async launches)",
+    "floor_scale": "floor (dispatch, host work), $\\times$ calibration",
+    "memory_scale": "memory-bound time, $\\times$ calibration",
+    "compute_scale": "compute-bound time, $\\times$ calibration",
+    "warm_bytes": "weights warm up to (256\\,KiB layers)", "warm_exponent": "warm size's growth with layer size",
 }
 AXIS_NAMES = {"d_model": "DModel", "n_layers": "NLayers", "batch_size": "Batch"}
 
@@ -72,6 +78,9 @@ def parameter_macros(role: str, fit) -> list:
         Macro(role + "FitPoints", NA if fit is None else format_number(len(fit.points), 6), f"{role}: points fitted"),
         Macro(role + "Unidentified", unidentified, f"{role}: parameters the data do not identify"),
     ]
+    llc = getattr(getattr(fit, "calibration", None), "llc_bytes", 0) or 0
+    macros.append(Macro(role + "Llc", format_quantity(llc / 1e6, "MB") if llc else NA,
+                        f"{role}: last-level cache of the calibration the fit costs steps on"))
     return macros
 
 
