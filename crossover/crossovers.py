@@ -310,7 +310,7 @@ def predict(fits: Mapping[str, SeriesFit], d_model: int, n_layers: int, batch_si
         ``devices``: one object per device with ``device``, ``machine``, ``series``, ``model``,
         ``latency_s``, its confidence interval ``latency_low_s``/``latency_high_s`` (bootstrap of the
         fitted curve), a prediction interval ``prediction_low_s``/``prediction_high_s`` (spread of the
-        errors on each size left out in turn: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
+        errors on each size and interior axis value left out: where a new measurement may land), ``cv_mape_pct`` and ``extrapolated``
         (outside the measured range), ``id`` (the series by its fields, :func:`crossover.fitting.series_id`,
         beside its label ``series``) and ``transfer_s``/``transfer_included`` (see below); ``winner``
         (series label) and ``winner_id``, ``speedup`` (``rival`` latency / winner latency; ``rival``, ``rival_id``: the fastest series

@@ -43,8 +43,8 @@ from .latency_models import _starts as starts_of  # how many starts a fit tries:
 from .fit_bootstrap import bootstrap_draws
 from .statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
-                         held_out_predictions, heldout_predictions, leave_one_out_log_errors, model_features,
-                         selection_score, split_heldout)
+                         held_out_predictions, heldout_predictions, interior_log_errors, leave_one_out_log_errors,
+                         model_features, selection_score, split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -130,7 +130,7 @@ class SeriesFit:
     bytes_per_element: int
     points: pd.DataFrame  # d_model, n_layers, batch_size, latency_s (of `statistic`) of the fitted points
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
-    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / leave-one-size-out prediction)
+    cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / predicted), left out
     bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
     noise_floor_pct: float = np.nan  # mean |one round / combined value - 1| (%), points with >= 2 rounds
     noise_floor_points: int = 0  # how many points that mean is over
@@ -163,9 +163,8 @@ class SeriesFit:
 
     def prediction_interval_s(self, d_model, n_layers, batch_size) -> tuple:
         """(low, high) where a new measurement may fall: the prediction scaled by the ``level``
-        percentiles of the chosen model's errors on each size left out in turn
-        (:func:`crossover.validation.leave_one_out_log_errors`; NaN without them). Within the
-        conditions of the fitted run: a later run on a shared machine moves by its noise floor too."""
+        percentiles of ``cv_log_errors`` (each size, and each interior axis value, left out; NaN without
+        them). Within the fitted run's conditions: a later run on a shared machine moves by its noise floor too."""
         if not len(self.cv_log_errors):
             return np.nan, np.nan
         tail = 50 * (1 - self.level)
@@ -381,8 +380,9 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
     X = model_features(frame, model, calibration)
     theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
     tell("fit", model)
-    log_errors = leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
-                                          on_fit=lambda: tell("loo", model))
+    log_errors = np.concatenate([leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
+                                                          on_fit=lambda: tell("loo", model)),
+                                 interior_log_errors(predictions[list(models).index(model)])])
     draws = None
     if n_boot > 0:
         rng = np.random.default_rng(seed)

@@ -521,3 +521,18 @@ def test_cli_fit_statistic(capsys, results_dir):
     assert "latency = 10th percentile of the repeats" in out
     status, out, err = run(capsys, "fit", "--results", results_dir, "--statistic", "mean")
     assert status == 2 and "--statistic" in err
+
+
+def test_the_prediction_interval_spans_sizes_and_interior_axis_values_left_out():
+    from crossover.fitting import one_row_per_size
+    from crossover.validation import check_frame, held_out_predictions, interior_log_errors
+
+    frame = synthetic("roofline", CPU, noise=0.05, seed=3)
+    fit = fit_median(frame, ["roofline"], n_boot=0, cache=False)
+    rows = one_row_per_size(check_frame(frame, "median"))
+    interior = interior_log_errors(held_out_predictions(rows, "roofline"))
+    assert len(interior) > 0 and len(fit.cv_log_errors) == len(rows) + len(interior)
+    assert np.allclose(np.sort(fit.cv_log_errors[len(rows):]), np.sort(interior), rtol=1e-6, atol=1e-9)
+    low, high = fit.prediction_interval_s(200, 40, 12)
+    spread = np.exp(np.percentile(fit.cv_log_errors, [2.5, 97.5]))
+    assert (low, high) == pytest.approx(tuple(float(fit.latency_s(200, 40, 12)) * spread))

@@ -321,7 +321,7 @@ def _cmd_predict(args) -> int:
                        note="outside the measured range" if item["extrapolated"] else "")
                   for item in result["devices"]])
     print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
-          "conditions may land, from the errors on each measured size left out in turn)")
+          "conditions may land, from the errors on each measured size, and each interior axis value, left out)")
     from ..latency_models import PARAMS
 
     for item in result["devices"]:
