@@ -273,6 +273,8 @@ def test_cli_fit_text(capsys, results_dir):
     status, out, err = run(capsys, "fit", "--results", results_dir, "--models", "affine", "--n-boot", 10)
     assert status == 0, err
     assert "synth/cpu" in out and "GFLOP/s" in out and "MAPE" in out
+    hints = [line for line in out.splitlines() if "crossover calibrate --device cpu" in line]
+    assert len(hints) == 1  # the CPU series, which has no calibration; not the GPU's
 
 
 def test_cli_predict_json(capsys, results_dir):
