@@ -8,8 +8,10 @@ on its traced ops, once with the weights hot and once cold) and splits it into t
 
 - ``floor``: what every op costs however small (dispatch), plus the host work no op records (module
   calls, events);
-- ``memory``: the rest of the memory-bound time (elementwise ops; a matrix-vector product's weights);
-- ``compute``: the rest of the matrix products' time.
+- ``memory``: the time beyond their floor of the ops the calibration costs by bytes (the toy model's
+  ReLU and residual add);
+- ``compute``: that of the matrix products, costed on the calibration's grids with the weights hot or
+  cold (a matrix-vector product's weight streaming included: the grid measured it).
 
 The ``calibrated`` latency model fits how much each part costs inside a sweep's steps relative to the
 calibration's tight loops, and where the weights stop being warm (see
@@ -31,7 +33,7 @@ import numpy as np
 from .profiles import PROFILE_NAME, Profile, load_profile, shipped_profiles_dir
 
 __all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "calibration_for_rows", "resolve_calibration",
-           "profile_digest"]
+           "profile_digest", "NEEDS_CALIBRATION"]
 
 #: The three parts of a calibrated step.
 PARTS = ("floor", "memory", "compute")
@@ -131,6 +133,9 @@ def profile_digest(profile: Optional[Profile]) -> str:
 
 #: Where a results directory keeps the calibration measured with it (``crossover calibrate --out RUN/calibration``).
 RUN_CALIBRATION_DIR = "calibration"
+#: What asking for the ``calibrated`` model without a calibration says.
+NEEDS_CALIBRATION = ("the 'calibrated' model needs a calibration profile of the series' machine: "
+                     f"'crossover calibrate --device cpu --out RESULTS/{RUN_CALIBRATION_DIR}' beside its results")
 
 
 def _candidates(frame) -> list:

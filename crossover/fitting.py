@@ -279,7 +279,8 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     calibration : "auto", Profile or None
         The device's calibration profile, which makes the ``calibrated`` model a candidate (a CPU
         series only). ``"auto"`` (default): :func:`crossover.calibrated.calibration_for_rows` (the
-        ``profile.json`` beside the results, else the shipped one of the rows' machine); None: none.
+        run's own ``calibration/``, else a shipped one of the rows' machine), looked up only where
+        ``models`` is the default or names ``calibrated``; None: none.
         Kept as ``SeriesFit.calibration``.
 
     Returns
@@ -294,7 +295,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         from .peaks import peaks_of_rows
 
         peaks = peaks_of_rows(frame)
-    calibration = resolve_calibration(calibration, frame)
+    calibration = resolve_calibration(calibration, frame) if models is None or CALIBRATED in models else None
     frame, heldout = split_heldout(frame)
     frame = one_row_per_size(frame)
     models = default_models(keys["device"], calibration is not None) if models is None else models
@@ -302,9 +303,6 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
         model_parameters(m)
-    if CALIBRATED in models and calibration is None:
-        raise AnalysisError(f"the {CALIBRATED!r} model needs a calibration profile of {keys['machine']}'s "
-                            f"{keys['device']}: none beside the results or shipped")
     if bootstrap not in ("residuals", "repeats"):
         raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
     label = label or f"{keys['machine']}/{keys['device']}"

@@ -34,8 +34,8 @@ refined by any of (joined with ``+``, e.g. ``roofline+cache+hockney``, see :func
 
 Apart from the rooflines, ``calibrated`` (a CPU series with a calibration profile, see
 :mod:`crossover.calibrated`) takes the shape of a step from the device's calibration: the toy model
-costed op by op with its weights hot and cold, split into a floor (dispatch and host overheads), a
-memory-bound and a compute-bound part. It fits how much each part costs in the sweep's steps relative
+costed op by op with its weights hot and cold, split into a floor (dispatch and host overheads), the
+elementwise ops and the matrix products. It fits how much each part costs in the sweep's steps relative
 to the calibration's tight loops, and where the weights go cold::
 
     calibrated  t = sum over parts of scale_part * ((1 - c) * part_hot + c * part_cold)
@@ -74,6 +74,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from scipy import optimize, special
 
+from .calibrated import NEEDS_CALIBRATION
 from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
@@ -96,9 +97,9 @@ CACHE_WIDTH = 0.5
 #: 5.8 GB/s at 256 KB layers to 12.8 GB/s at 4 MB ones on the VM. At the cache's 0.5 the held-out
 #: median error was 4.0-6.5% in three runs, at 1.0 3.4-5.3% (at 1.5 the same).
 RAMP_WIDTH = 1.0
-#: Width (natural-log units of weight bytes) of ``calibrated``'s hot -> cold transition: the VM's
-#: steps go from hot to cold within a factor of about two in weight bytes (see the logs of
-#: ``experiments/bench_heldout.py``).
+#: Width (natural-log units of weight bytes) of ``calibrated``'s hot -> cold transition, fixed rather
+#: than fitted (the quick suite has few sizes near the last-level cache to fit it on): from 10% to 90%
+#: cold over a factor of 3 in weight bytes.
 WARM_WIDTH = 0.25
 #: One layer's weight bytes at which ``calibrated``'s warm size is ``warm_bytes``.
 WARM_LAYER_BYTES = 256 * 2**10
@@ -133,8 +134,8 @@ PARAMS = {
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
     "floor_scale": _Param("dispatch and host overheads (× calibration)", "×", 1.0, 0.02, 50.0),
-    "memory_scale": _Param("memory-bound time (× calibration)", "×", 1.0, 0.02, 50.0),
-    "compute_scale": _Param("compute-bound time (× calibration)", "×", 1.0, 0.02, 50.0),
+    "memory_scale": _Param("elementwise ops (× calibration)", "×", 1.0, 0.02, 50.0),
+    "compute_scale": _Param("matrix products (× calibration)", "×", 1.0, 0.02, 50.0),
     "warm_bytes": _Param("weights warm up to (midpoint, 256 KiB layers)", "MB", 1e-6, 1e4, 1e11),
     "warm_exponent": _Param("warm size's growth with the layer size (exponent)", "", 1.0, 1e-3, 4.0),
 }
@@ -366,8 +367,7 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
 def _calibrated(p, X):
     """The ``calibrated`` model (see the module docstring) at features ``X`` with a calibration."""
     if not hasattr(X, "floor_hot_s"):
-        raise AnalysisError("the 'calibrated' model needs the device's calibration profile "
-                            "(features(..., calibration=profile); 'crossover calibrate' writes one)")
+        raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=profile))")
     middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
     cold = special.expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
     total = 0.0

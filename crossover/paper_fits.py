@@ -44,8 +44,8 @@ PARAM_LABELS = {
     "smooth_p": "overlap exponent $p$", "pack_bytes_per_s": "weight-packing rate",
     "width_half": "width of half the compute rate", "kernel_s": "per-layer device time (async launches)",
     "floor_scale": "floor (dispatch, host work), $\\times$ calibration",
-    "memory_scale": "memory-bound time, $\\times$ calibration",
-    "compute_scale": "compute-bound time, $\\times$ calibration",
+    "memory_scale": "elementwise ops, $\\times$ calibration",
+    "compute_scale": "matrix products, $\\times$ calibration",
     "warm_bytes": "weights warm up to (256\\,KiB layers)", "warm_exponent": "warm size's growth with layer size",
 }
 AXIS_NAMES = {"d_model": "DModel", "n_layers": "NLayers", "batch_size": "Batch"}

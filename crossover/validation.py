@@ -22,7 +22,7 @@ import pandas as pd
 from .choices import BYTES_PER_ELEMENT
 from .columns import HELDOUT_SWEEP
 from .errors import AnalysisError
-from .calibrated import calibration_for_rows
+from .calibrated import NEEDS_CALIBRATION, calibration_for_rows
 from .latency_models import AXES, CALIBRATED, default_models, evaluate, features, fit_parameters, model_parameters
 from .statistics import with_latency
 
@@ -79,8 +79,7 @@ def model_features(frame: pd.DataFrame, model: str, calibration=None) -> SimpleN
         The ``calibrated`` model without a calibration.
     """
     if model == CALIBRATED and calibration is None:
-        raise AnalysisError("the 'calibrated' model needs a calibration profile of this series' machine "
-                            "('crossover calibrate --out DIR', then put its profile.json beside the results)")
+        raise AnalysisError(NEEDS_CALIBRATION)
     return frame_features(frame, calibration if model == CALIBRATED else None)
 
 
@@ -261,8 +260,9 @@ def leave_one_out_log_errors(model: str, X: SimpleNamespace, t: np.ndarray, thet
     size out, or a whole interior value of an axis (:func:`interior_log_errors`), misses it by: a
     fit's prediction interval takes the range of both (:meth:`crossover.fitting.SeriesFit.prediction_interval_s`).
     On the VM's quick runs, the 2.5-97.5% range of these errors alone held all 40 held-out sizes of
-    four runs for the roofline models chosen then; for the ``calibrated`` model it held 7, 9, 7 and 8
-    of 10 in four runs, both ranges together 8, 10, 9 and 9 (``experiments/bench_heldout.py``).
+    four runs for the roofline models chosen then; for the ``calibrated`` model it held 7 and 8 of
+    10, both ranges together 9 and 9 on the same two runs and 9 and 9 on two more
+    (``experiments/bench_heldout.py``: ``logs/bench_heldout_calibrated*.log`` of the VM's results).
     ``on_fit()`` after each refit; ``peaks`` bound the refits.
     """
     errors = np.empty(len(t))

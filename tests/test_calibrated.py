@@ -155,7 +155,7 @@ def test_a_fit_on_steps_drawn_from_the_calibrated_model_chooses_it_and_predicts_
 
 
 def test_asking_for_the_calibrated_model_without_a_calibration_says_how_to_get_one():
-    with pytest.raises(AnalysisError, match="calibration profile"):
+    with pytest.raises(AnalysisError, match="crossover calibrate --device cpu --out RESULTS/calibration"):
         fit_median(_rows(), [CALIBRATED], n_boot=0, cache=False)
 
 

@@ -210,10 +210,10 @@ def _print_series(fits, fit) -> None:
         print("    peaks: " + "; ".join(sources))
     if fit.calibration is not None:
         where = fit.calibration.path or fit.calibration.label
-        print(f"    the step's floor, memory and compute parts costed op by op on the calibration {where}")
+        print(f"    the step's floor, elementwise ops and matrix products costed op by op on the calibration {where}")
     elif k["device"] == "cpu" and not fit.cv.empty and "calibrated" not in set(fit.cv["model"]):
-        print("    no calibration of this machine beside the results: 'crossover calibrate --device cpu --quick "
-              "--out RESULTS/calibration' (70 s) makes the 'calibrated' model a candidate")
+        print("    'calibrated' was not a candidate: it needs a calibration of this machine beside the results "
+              "('crossover calibrate --device cpu --quick --out RESULTS/calibration', 70 s)")
     held = fit.heldout_summary()
     if held["n"]:
         print(f"  held-out sizes (never fitted, measured in the same run): {held['n']} sizes, median error "
