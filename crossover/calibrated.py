@@ -32,8 +32,8 @@ import numpy as np
 
 from .profiles import PROFILE_NAME, Profile, load_profile, shipped_profiles_dir
 
-__all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "calibration_for_rows", "resolve_calibration",
-           "profile_digest", "NEEDS_CALIBRATION"]
+__all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "private_cache_bytes",
+           "calibration_for_rows", "resolve_calibration", "profile_digest", "NEEDS_CALIBRATION"]
 
 #: The three parts of a calibrated step.
 PARTS = ("floor", "memory", "compute")
@@ -120,6 +120,18 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
                 for name, (one, two) in _one_and_two_layers(profile, dv, bv, workload, dtype).items():
                     out[name][where] += weight[where] * (one + (L[where] - 1) * (two - one))
     return out
+
+
+#: One core's private cache where a profile does not say (the L2 of the VM's and the H100 host's cores).
+DEFAULT_PRIVATE_CACHE_BYTES = 2**19
+
+
+def private_cache_bytes(profile: Profile) -> float:
+    """One core's private cache (bytes) on ``profile``'s machine: its threads' private caches over the
+    threads (``crossover calibrate`` records both), else :data:`DEFAULT_PRIVATE_CACHE_BYTES`."""
+    if profile.cache_bytes and profile.threads:
+        return float(profile.cache_bytes) / profile.threads
+    return float(DEFAULT_PRIVATE_CACHE_BYTES)
 
 
 def profile_digest(profile: Optional[Profile]) -> str:

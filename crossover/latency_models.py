@@ -39,9 +39,17 @@ elementwise ops and the matrix products. It fits how much each part costs in the
 to the calibration's tight loops, and where the weights go cold::
 
     calibrated  t = sum over parts of scale_part * ((1 - c) * part_hot + c * part_cold)
+                    + L * gemm_layer * (B > 1)
                 c logistic in log(W) around min(warm_bytes * (Wl / 256 KiB)^warm_exponent, LLC)
+                scale_floor = floor_scale + (floor_evicted_scale - floor_scale) * (1 - exp(-Wl / C))
 
-(``W`` the model's and ``Wl`` one layer's weight bytes). The library's choice of kernel by shape is in
+(``W`` the model's and ``Wl`` one layer's weight bytes, ``C`` one core's private cache). Two costs
+of a step that a tight loop of one op hides (``experiments/bench_in_model.py``, the toy model's
+layers against their matrix products alone): the host work between the matrix products (module
+calls, dispatch, the elementwise ops) grows by half from small layers to layers of a private cache
+or more, whose weights stream through that cache and evict the interpreter's working set, so the floor
+has its own scale past it; and from batch 2 it steps up by a few µs per layer, as a matrix-matrix
+kernel replaces the matrix-vector one (``gemm_layer``). The library's choice of kernel by shape is in
 the calibration's grids, which a smooth form cannot follow; nothing past the calibrated grids is
 extrapolated from the sweep's own points, so holding out a whole axis value costs it little.
 
@@ -74,7 +82,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from scipy import optimize, special
 
-from .calibrated import NEEDS_CALIBRATION
+from .calibrated import NEEDS_CALIBRATION, private_cache_bytes
 from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
@@ -134,6 +142,8 @@ PARAMS = {
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
     "floor_scale": _Param("dispatch and host overheads (× calibration)", "×", 1.0, 0.02, 50.0),
+    "floor_evicted_scale": _Param("dispatch and host overheads past a private cache's layers (× calibration)", "×", 1.0,
+                                  0.02, 50.0),
     "memory_scale": _Param("elementwise ops (× calibration)", "×", 1.0, 0.02, 50.0),
     "compute_scale": _Param("matrix products (× calibration)", "×", 1.0, 0.02, 50.0),
     "warm_bytes": _Param("weights warm up to (midpoint, 256 KiB layers)", "MB", 1e-6, 1e4, 1e11),
@@ -172,7 +182,8 @@ _COMPONENTS = {
 
 #: The parameters of the ``calibrated`` model (see the module docstring).
 CALIBRATED = "calibrated"
-_CALIBRATED_PARAMS = ("floor_scale", "memory_scale", "compute_scale", "warm_bytes", "warm_exponent")
+_CALIBRATED_PARAMS = ("floor_scale", "floor_evicted_scale", "memory_scale", "compute_scale", "gemm_layer_s",
+                      "warm_bytes", "warm_exponent")
 
 
 @functools.lru_cache(maxsize=None)
@@ -315,6 +326,7 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
         for name, values in parts.items():
             setattr(X, name, np.broadcast_to(values, shape).astype(float))
         X.llc_bytes = np.full(shape, float(calibration.llc_bytes))
+        X.private_cache_bytes = np.full(shape, private_cache_bytes(calibration))
     return X
 
 
@@ -370,10 +382,12 @@ def _calibrated(p, X):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=profile))")
     middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
     cold = special.expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
-    total = 0.0
+    evicted = 1 - np.exp(-X.Wl / X.private_cache_bytes)  # share of the cache a layer's weights turn over
+    scales = dict(p, floor_scale=p["floor_scale"] + (p["floor_evicted_scale"] - p["floor_scale"]) * evicted)
+    total = (X.B > 1) * X.L * p["gemm_layer_s"]
     for part in ("floor", "memory", "compute"):
         hot, chilled = getattr(X, f"{part}_hot_s"), getattr(X, f"{part}_cold_s")
-        total = total + p[f"{part}_scale"] * ((1 - cold) * hot + cold * chilled)
+        total = total + scales[f"{part}_scale"] * ((1 - cold) * hot + cold * chilled)
     return total
 
 
@@ -413,7 +427,7 @@ def _starts(model, X, t):
     guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
                  act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"],
                  pack_bytes_per_s=bw, width_half=64.0, kernel_s=0.1 * guess["layer_s"],
-                 floor_scale=1.0, memory_scale=1.0, compute_scale=1.0, warm_exponent=0.5)
+                 floor_scale=1.0, floor_evicted_scale=1.0, memory_scale=1.0, compute_scale=1.0, warm_exponent=0.5)
     options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
                "batch_half": [1.0, 16.0], "warm_bytes": np.quantile(X.W, [0.3, 0.7])}
     starts = [dict(guess)]

@@ -31,8 +31,9 @@ PARAM_NAMES = {
     "small_bytes_per_s": "SmallBandwidth", "large_bytes_per_s": "LargeBandwidth", "ramp_bytes": "RampSize",
     "act_bytes_per_s": "ActBandwidth", "batch_half": "BatchHalf", "smooth_p": "OverlapP",
     "pack_bytes_per_s": "PackBandwidth", "width_half": "WidthHalf", "kernel_s": "KernelTime",
-    "floor_scale": "FloorScale", "memory_scale": "MemoryScale", "compute_scale": "ComputeScale",
-    "warm_bytes": "WarmSize", "warm_exponent": "WarmExponent",
+    "gemm_layer_s": "GemmLayer", "floor_scale": "FloorScale", "floor_evicted_scale": "FloorEvictedScale",
+    "memory_scale": "MemoryScale", "compute_scale": "ComputeScale", "warm_bytes": "WarmSize",
+    "warm_exponent": "WarmExponent",
 }
 #: Parameter names as LaTeX text (``crossover.analysis.PARAMS`` labels hold non-ASCII characters).
 PARAM_LABELS = {
@@ -43,7 +44,9 @@ PARAM_LABELS = {
     "act_bytes_per_s": "activation bandwidth", "batch_half": "Hockney $n_{1/2}$ (batch of half the rate)",
     "smooth_p": "overlap exponent $p$", "pack_bytes_per_s": "weight-packing rate",
     "width_half": "width of half the compute rate", "kernel_s": "per-layer device time (async launches)",
+    "gemm_layer_s": "per-layer matrix-matrix cost (batch $>1$)",
     "floor_scale": "floor (dispatch, host work), $\\times$ calibration",
+    "floor_evicted_scale": "floor past a private cache's layers, $\\times$ calibration",
     "memory_scale": "elementwise ops, $\\times$ calibration",
     "compute_scale": "matrix products, $\\times$ calibration",
     "warm_bytes": "weights warm up to (256\\,KiB layers)", "warm_exponent": "warm size's growth with layer size",

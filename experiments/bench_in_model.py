@@ -1,6 +1,6 @@
 """What ops cost inside a model against the same ops repeated alone (the composition terms' evidence).
 
-    python experiments/bench_in_model.py [--steps 3000]
+    python experiments/bench_in_model.py [--steps 3000] [--only {mlp,lenet,toy}]
 
 Two measurements, each in one process within a minute, so that the machine's drift falls on both:
 
@@ -10,9 +10,17 @@ Two measurements, each in one process within a minute, so that the machine's dri
 2. LeNet-5's convolutions and max-pooling, forward at batch 1, 8 and 64: self time per call under
    ``torch.profiler`` inside the model against the same layer called alone on the same input.
 
+3. The toy model's layers (``ResidualMLP``, forward, no grad) at batch 1, 2 and 16 over widths:
+   per-layer time of the whole step against its matrix products alone (``torch.mm`` on the same
+   weights, in the same order), interleaved round by round. What is left is the host work and the
+   elementwise ops between the products, which the ``calibrated`` latency model costs as its floor:
+   it grows as a layer's weights fill a core's private cache (``floor_evicted_scale``) and steps up
+   from batch 2 (``gemm_layer_s``, :mod:`crossover.latency_models`).
+
 A calibration times each primitive alone, back to back; the gap between the two columns is what the
 profile's composition terms (``train_host_extra``, ``conv_forward_extra``, ``backward_extra``,
-fitted on reference models) stand for. Run it on a quiet machine.
+fitted on reference models) and the calibrated model's floor terms stand for. Run it on a quiet
+machine. ``--only toy`` runs the third part alone (about half a minute).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
+from crossover.model import ResidualMLP
 from crossover.user_model import load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
@@ -91,23 +100,63 @@ def _lenet(batch: int, calls: int) -> list:
     return [(op, shape, a[(op, shape)], b.get((op, shape), float("nan"))) for op, shape in a]
 
 
+def _block_s(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def _toy_layers(d_model: int, batch: int, n_layers: int = 16, rounds: int = 100) -> tuple:
+    """(µs per layer of the toy's step, of its matrix products alone): 10th percentiles over
+    ``rounds`` interleaved blocks of two steps each."""
+    model = ResidualMLP(d_model, n_layers)
+    weights = [p.t() for p in model.parameters()]
+    x = torch.randn(batch, d_model)
+
+    def products():
+        for w in weights:
+            torch.mm(x, w)
+
+    step, alone = [], []
+    with torch.no_grad():
+        model(x)
+        products()
+        for _ in range(rounds):
+            step.append(_block_s(lambda: model(x), 2) / n_layers)
+            alone.append(_block_s(products, 2) / n_layers)
+    return float(np.percentile(step, 10) * 1e6), float(np.percentile(alone, 10) * 1e6)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3000, help="training steps per batch size (default 3000)")
+    parser.add_argument("--only", choices=("mlp", "lenet", "toy"), help="run one of the three parts")
     args = parser.parse_args(argv)
     print(f"{torch.get_num_threads()} threads; 10th percentiles in µs")
-    print("MNIST MLP training step, each phase inside the step; SGD.step alone on the same gradients")
-    print(f"{'batch':>5s} {'zero_grad':>9s} {'forward':>8s} {'loss':>6s} {'backward':>8s} {'step':>6s} {'whole':>7s}"
-          f" {'step alone':>10s}")
-    for batch in (1, 8, 64):
-        (zero, forward, loss, backward, step, whole), alone = _phases(batch, args.steps)
-        print(f"{batch:5d} {zero:9.1f} {forward:8.1f} {loss:6.1f} {backward:8.1f} {step:6.1f} {whole:7.1f} "
-              f"{alone:10.1f}")
-    print("\nLeNet-5 forward: self µs per call under torch.profiler, in the model and the same layer alone")
-    print(f"{'batch':>5s} {'op':<26s} {'input':<18s} {'in model':>9s} {'alone':>7s} {'ratio':>6s}")
-    for batch in (1, 8, 64):
-        for op, shape, inside, alone in _lenet(batch, 200):
-            print(f"{batch:5d} {op:<26s} {shape:<18s} {inside:9.1f} {alone:7.1f} {inside / alone:6.2f}")
+    if args.only in (None, "mlp"):
+        print("MNIST MLP training step, each phase inside the step; SGD.step alone on the same gradients")
+        print(f"{'batch':>5s} {'zero_grad':>9s} {'forward':>8s} {'loss':>6s} {'backward':>8s} {'step':>6s} "
+              f"{'whole':>7s} {'step alone':>10s}")
+        for batch in (1, 8, 64):
+            (zero, forward, loss, backward, step, whole), alone = _phases(batch, args.steps)
+            print(f"{batch:5d} {zero:9.1f} {forward:8.1f} {loss:6.1f} {backward:8.1f} {step:6.1f} {whole:7.1f} "
+                  f"{alone:10.1f}")
+    if args.only in (None, "lenet"):
+        print("\nLeNet-5 forward: self µs per call under torch.profiler, in the model and the same layer alone")
+        print(f"{'batch':>5s} {'op':<26s} {'input':<18s} {'in model':>9s} {'alone':>7s} {'ratio':>6s}")
+        for batch in (1, 8, 64):
+            for op, shape, inside, alone in _lenet(batch, 200):
+                print(f"{batch:5d} {op:<26s} {shape:<18s} {inside:9.1f} {alone:7.1f} {inside / alone:6.2f}")
+    if args.only in (None, "toy"):
+        print("\nToy model (16 layers), µs per layer: the whole step, its matrix products alone on the same weights, "
+              "and what is left between them (host work, elementwise ops)")
+        print(f"{'d_model':>7s} {'layer KiB':>9s} " + " ".join(f"{f'B={b} step':>10s} {'products':>8s} {'left':>6s}"
+                                                              for b in (1, 2, 16)))
+        for d_model in (16, 64, 128, 192, 256, 320, 384, 448, 512, 768, 1024):
+            cells = [_toy_layers(d_model, batch) for batch in (1, 2, 16)]
+            print(f"{d_model:7d} {4 * d_model * d_model / 1024:9.0f} " + " ".join(
+                f"{step:10.1f} {alone:8.1f} {step - alone:6.1f}" for step, alone in cells))
     return 0
 
 

@@ -209,3 +209,11 @@ def test_quiet_crossover_sees_past_a_slow_gpu_round(tmp_path):
     assert _value(text["XoverQuietBatch"]) == pytest.approx(true_batch, rel=0.1)
     assert _value(text["XoverBatch"]) == pytest.approx(optimize.brentq(log_ratio, 1, 2048, args=(1.3,)), rel=0.1)
     assert abs(_value(text["XoverBatch"]) / true_batch - 1) > 0.2
+
+
+def test_every_latency_model_parameter_has_a_macro_name_and_a_latex_label():
+    from crossover.latency_models import PARAMS
+    from crossover.paper_fits import PARAM_LABELS, PARAM_NAMES
+
+    assert set(PARAM_NAMES) == set(PARAMS) == set(PARAM_LABELS)
+    assert len(set(PARAM_NAMES.values())) == len(PARAM_NAMES)  # one macro per parameter
