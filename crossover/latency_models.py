@@ -142,7 +142,7 @@ PARAMS = {
     "width_half": _Param("width for half the compute rate", "", 1.0, 1e-3, 1e6),
     "kernel_s": _Param("per-layer device time besides compute and memory (async launches)", "µs", 1e6, 1e-10, 0.1),
     "floor_scale": _Param("dispatch and host overheads (× calibration)", "×", 1.0, 0.02, 50.0),
-    "floor_evicted_scale": _Param("dispatch and host overheads past a private cache's layers (× calibration)", "×", 1.0,
+    "floor_evicted_scale": _Param("host overheads past one core's cache (× calibration)", "×", 1.0,
                                   0.02, 50.0),
     "memory_scale": _Param("elementwise ops (× calibration)", "×", 1.0, 0.02, 50.0),
     "compute_scale": _Param("matrix products (× calibration)", "×", 1.0, 0.02, 50.0),
