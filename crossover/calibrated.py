@@ -32,7 +32,7 @@ import numpy as np
 
 from .profiles import PROFILE_NAME, Profile, load_profile, shipped_profiles_dir
 
-__all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "private_cache_bytes",
+__all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "core_cache_bytes",
            "calibration_for_rows", "resolve_calibration", "profile_digest", "NEEDS_CALIBRATION"]
 
 #: The three parts of a calibrated step.
@@ -122,15 +122,20 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
     return out
 
 
-#: One core's private cache where a profile does not say (the L2 of the VM's and the H100 host's cores).
+#: One core's private cache where a profile records none (profiles before ``cache_bytes``): 512 KiB,
+#: the L2 of AMD's Zen 2 and 3 cores (the VM's hosts differ: the shipped profiles record 1 MiB a core).
 DEFAULT_PRIVATE_CACHE_BYTES = 2**19
 
 
-def private_cache_bytes(profile: Profile) -> float:
-    """One core's private cache (bytes) on ``profile``'s machine: its threads' private caches over the
-    threads (``crossover calibrate`` records both), else :data:`DEFAULT_PRIVATE_CACHE_BYTES`."""
-    if profile.cache_bytes and profile.threads:
-        return float(profile.cache_bytes) / profile.threads
+def core_cache_bytes(profile: Profile) -> float:
+    """One core's private cache (bytes) on ``profile``'s machine.
+
+    ``crossover calibrate`` records the private caches of the threads it ran (``cache_bytes``, one L2
+    per thread, from sysfs) and the threads: their ratio. With no thread count, ``cache_bytes`` as
+    recorded; with neither, :data:`DEFAULT_PRIVATE_CACHE_BYTES`.
+    """
+    if profile.cache_bytes:
+        return float(profile.cache_bytes) / max(profile.threads or 1, 1)
     return float(DEFAULT_PRIVATE_CACHE_BYTES)
 
 

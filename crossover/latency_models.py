@@ -44,14 +44,17 @@ to the calibration's tight loops, and where the weights go cold::
                 scale_floor = floor_scale + (floor_evicted_scale - floor_scale) * (1 - exp(-Wl / C))
 
 (``W`` the model's and ``Wl`` one layer's weight bytes, ``C`` one core's private cache). Two costs
-of a step that a tight loop of one op hides (``experiments/bench_in_model.py``, the toy model's
-layers against their matrix products alone): the host work between the matrix products (module
-calls, dispatch, the elementwise ops) grows by half from small layers to layers of a private cache
-or more, whose weights stream through that cache and evict the interpreter's working set, so the floor
-has its own scale past it; and from batch 2 it steps up by a few µs per layer, as a matrix-matrix
-kernel replaces the matrix-vector one (``gemm_layer``). The library's choice of kernel by shape is in
-the calibration's grids, which a smooth form cannot follow; nothing past the calibrated grids is
-extrapolated from the sweep's own points, so holding out a whole axis value costs it little.
+of a step that a tight loop of one op hides (``experiments/bench_in_model.py --only toy``, the toy
+model's layers against their matrix products alone): the host work between the matrix products
+(module calls, dispatch, the elementwise ops) grows by half from small layers to layers the size of
+a private cache (and further past it), whose weights stream through that cache and evict the
+interpreter's working set, so the floor has its own scale past it; and from batch 2 it steps up by a
+few µs per layer, as a matrix-matrix kernel replaces the matrix-vector one (``gemm_layer``; one
+step for all widths, a simplification). The library's choice of kernel by shape is in the
+calibration's grids, which a smooth form cannot follow; nothing past the calibrated grids is
+extrapolated from the sweep's own points, so holding out a whole axis value inside the measured
+range costs it little. Holding out batch 1 whole leaves ``gemm_layer`` indistinguishable from the
+floor: that fold extrapolates.
 
 ``cache`` and ``ramp`` combine (``roofline+cache+ramp``): in cache the weights stream at one
 bandwidth; out of it at a bandwidth that rises with the layer's size (on this VM, 5 GB/s for 64 KB
@@ -82,7 +85,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from scipy import optimize, special
 
-from .calibrated import NEEDS_CALIBRATION, private_cache_bytes
+from .calibrated import NEEDS_CALIBRATION, core_cache_bytes
 from .choices import WORKLOADS
 from .errors import AnalysisError
 from .model import work_per_step
@@ -309,8 +312,8 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
     types.SimpleNamespace
         ``L`` layers, ``B`` batch, ``flops`` of the step, per layer ``F`` FLOPs, ``Mw``/``Ma``/``M``
         weight, activation and all bytes, ``W`` the whole model's and ``Wl`` one layer's weight bytes
-        (float arrays broadcast from the sizes); with a calibration ``floor_hot_s`` ... ``compute_cold_s``
-        and ``llc_bytes``.
+        (float arrays broadcast from the sizes); with a calibration ``floor_hot_s`` ... ``compute_cold_s``,
+        ``llc_bytes`` and ``core_cache_bytes`` (one core's private cache).
     """
     flops, weights, activations = _work(d_model, n_layers, batch_size, workload)
     L, d = np.asarray(n_layers, dtype=float), np.asarray(d_model, dtype=float)
@@ -326,7 +329,7 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
         for name, values in parts.items():
             setattr(X, name, np.broadcast_to(values, shape).astype(float))
         X.llc_bytes = np.full(shape, float(calibration.llc_bytes))
-        X.private_cache_bytes = np.full(shape, private_cache_bytes(calibration))
+        X.core_cache_bytes = np.full(shape, core_cache_bytes(calibration))
     return X
 
 
@@ -382,7 +385,7 @@ def _calibrated(p, X):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=profile))")
     middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
     cold = special.expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
-    evicted = 1 - np.exp(-X.Wl / X.private_cache_bytes)  # share of the cache a layer's weights turn over
+    evicted = 1 - np.exp(-X.Wl / X.core_cache_bytes)  # share of the cache a layer's weights turn over
     scales = dict(p, floor_scale=p["floor_scale"] + (p["floor_evicted_scale"] - p["floor_scale"]) * evicted)
     total = (X.B > 1) * X.L * p["gemm_layer_s"]
     for part in ("floor", "memory", "compute"):

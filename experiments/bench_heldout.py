@@ -20,7 +20,7 @@ model (the toy model costed op by op on it, :mod:`crossover.calibrated`) a candi
 
 Each run also gets its grouped cross-validation (holding out every point of one d_model, n_layers or
 batch_size value in turn) per model: MAPE per axis and the mean over axes of the interior folds' MAPE,
-the score that chooses the model.
+the score that chooses the model; then the chosen model's fitted parameters per run.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     if not runs:
         parser.error("give results directories, or --measure N")
     print(f"held-out sizes predicted by fits of the other rows; statistic {args.statistic}\n")
-    lines, per_size, cv_lines = [], [], []
+    lines, per_size, cv_lines, params = [], [], [], []
     for index, run in enumerate(runs, 1):
         frame = cpu_rows(run)
         calibration = calibration_for_rows(frame)
@@ -128,6 +128,8 @@ def main(argv=None) -> int:
         print(f"run {index} ({run}): calibration {calibration.path if calibration else 'none'}")
         chosen = fit_series(frame, models, n_boot=0, statistic=args.statistic, cache=False, calibration=calibration)
         cv_lines += grouped_cv_lines(index, chosen)
+        params += [dict(run=index, model=chosen.model, param=r.label, value=r.value, unit=r.unit)
+                   for r in chosen.parameters().itertuples()]
         for model in models:
             fit = chosen if len(models) == 1 else fit_series(frame, [model], n_boot=0, statistic=args.statistic,
                                                               axes=(), cache=False, calibration=calibration)
@@ -156,6 +158,8 @@ def main(argv=None) -> int:
     print("\ngrouped cross-validation per run and model: MAPE % per held-out axis; interior = mean over axes "
           "of the interior folds' MAPE (* = chosen)")
     print(pd.DataFrame(cv_lines).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    print("\nthe chosen model's fitted parameters per run:")
+    print(pd.DataFrame(params).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if len(runs) > 1:
         floor = heldout_floor(runs, args.statistic)
         print("\nnoise floor of the held-out sizes between runs (after the runs' overall offset):")

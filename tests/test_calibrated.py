@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.calibrated import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR, calibration_for_rows, part_names,
-                                  private_cache_bytes, toy_parts)
+from crossover.calibrated import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR, calibration_for_rows,
+                                  core_cache_bytes, part_names, toy_parts)
 from crossover.errors import AnalysisError
 from crossover.latency_models import (CALIBRATED, WARM_LAYER_BYTES, default_models, evaluate, features,
                                       fit_parameters, model_parameters)
@@ -89,7 +89,7 @@ def test_a_fit_recovers_known_scales_and_where_the_weights_go_cold():
 
 def test_the_floor_takes_its_evicted_scale_as_a_layer_fills_a_private_cache():
     profile = two_speed_profile()
-    assert private_cache_bytes(profile) == PRIVATE
+    assert core_cache_bytes(profile) == PRIVATE
     scales = dict(TRUTH, floor_scale=1.0, floor_evicted_scale=2.0, gemm_layer_s=0.0)
     for d_model, evicted in ((16, 1 - np.exp(-16 * 16 * 4 / PRIVATE)), (362, 1 - np.exp(-362 * 362 * 4 / PRIVATE)),
                              (2048, 1.0)):
@@ -99,7 +99,8 @@ def test_the_floor_takes_its_evicted_scale_as_a_layer_fills_a_private_cache():
         hot, cold = float(X.floor_hot_s), float(X.floor_cold_s)
         assert hot == pytest.approx(cold)  # the floor does not depend on where the weights are
         assert floor == pytest.approx((1.0 + evicted) * hot, rel=1e-9), d_model
-    assert private_cache_bytes(dataclasses.replace(profile, cache_bytes=0)) == DEFAULT_PRIVATE_CACHE_BYTES
+    assert core_cache_bytes(dataclasses.replace(profile, cache_bytes=0)) == DEFAULT_PRIVATE_CACHE_BYTES
+    assert core_cache_bytes(dataclasses.replace(profile, threads=0)) == 2 * PRIVATE  # as recorded
 
 
 def test_a_matrix_matrix_kernel_costs_its_own_time_per_layer_from_batch_two():
