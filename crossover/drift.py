@@ -16,7 +16,12 @@ import pandas as pd
 from .plots_checks import drift_plot
 from .results import DRIFT_LIMIT, REFERENCE_SWEEP
 
-__all__ = ["drift_table", "drift_plot", "drift_summary"]
+__all__ = ["drift_table", "drift_plot", "drift_summary", "run_levels", "mixed_speed_warnings", "MIXED_SPEED_PCT"]
+
+#: How far (%) one run of a series may sit from its largest run, on the sizes both measured, before a
+#: fit of both is said to mix two speeds: past this machine's run-to-run noise floor (worst 12%).
+MIXED_SPEED_PCT = 15.0
+_SIZE = ["d_model", "n_layers", "batch_size"]
 
 
 def drift_table(rounds: pd.DataFrame) -> pd.DataFrame:
@@ -61,3 +66,68 @@ def drift_summary(table: pd.DataFrame) -> pd.DataFrame:
                          median_drift=float(group["drift"].median()), worst_drift=float(group["drift"].max()),
                          drifted_fraction=float((group["drift"] > DRIFT_LIMIT).mean())))
     return pd.DataFrame(rows)
+
+
+def run_levels(frame: pd.DataFrame, value: str = "median_s") -> pd.DataFrame:
+    """How fast each run of a series measured the sizes it shares with the series' largest run.
+
+    A fit pools the rows of every results directory loaded; a series whose runs were measured on
+    different hosts of the same machine kind, or on one host at two speeds, is then one curve fitted
+    through two.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Result rows (``load_results``), with ``results_dir``, the series keys, the sizes and ``value``.
+    value : str
+        The column compared (seconds per step).
+
+    Returns
+    -------
+    DataFrame
+        One row per run of every series measured in two or more results directories: the series keys,
+        ``results_dir``, ``n_sizes``, ``n_shared`` (sizes also in the largest run) and ``ratio`` (the
+        median over shared sizes of this run's value over the largest run's; NaN with none shared).
+    """
+    from .validation import SERIES_KEYS
+
+    keys = [k for k in SERIES_KEYS if k in frame.columns]
+    columns = keys + ["results_dir", "n_sizes", "n_shared", "ratio"]
+    if frame.empty or "results_dir" not in frame.columns:
+        return pd.DataFrame(columns=columns)
+    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    out = []
+    for series, group in ok.groupby(keys, dropna=False, sort=True):
+        runs = {run: rows.groupby(_SIZE)[value].median() for run, rows in group.groupby("results_dir", sort=True)}
+        if len(runs) < 2:
+            continue
+        largest = max(runs, key=lambda run: (len(runs[run]), str(run)))
+        for run, values in runs.items():
+            shared = values.index.intersection(runs[largest].index)
+            ratio = float(np.exp(np.median(np.log(values[shared] / runs[largest][shared])))) if len(shared) else np.nan
+            out.append(dict(zip(keys, series), results_dir=run, n_sizes=len(values), n_shared=len(shared), ratio=ratio))
+    return pd.DataFrame(out, columns=columns)
+
+
+def mixed_speed_warnings(frame: pd.DataFrame, tolerance_pct: float = MIXED_SPEED_PCT) -> list:
+    """One sentence per series whose runs (:func:`run_levels`) measured the sizes they share more than
+    ``tolerance_pct`` apart: fitting them together mixes two speeds."""
+    levels = run_levels(frame)
+    lines = []
+    for (machine, device), group in levels.groupby(["machine", "device"], sort=True):
+        for _, rows in group.groupby([k for k in group.columns if k not in
+                                      ("machine", "device", "results_dir", "n_sizes", "n_shared", "ratio")],
+                                     dropna=False, sort=True):
+            apart = rows[np.abs(np.log(rows["ratio"])) > np.log1p(tolerance_pct / 100)]
+            if apart.empty:
+                continue
+            reference = rows.loc[rows["ratio"] == 1.0, "results_dir"].iloc[0]
+            parts = [f"{_name(r.results_dir)} at {r.ratio:.2f}x the time of {_name(reference)} on the {r.n_shared} "
+                     "sizes both measured" for r in apart.itertuples()]
+            lines.append(f"{machine}/{device} pools runs measured at different speeds ({'; '.join(parts)}): "
+                         "one curve fitted through both; fit one run alone (--results DIR) to compare them")
+    return lines
+
+
+def _name(results_dir) -> str:
+    return "/".join(str(results_dir).rstrip("/").split("/")[-2:])

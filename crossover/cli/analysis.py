@@ -11,6 +11,7 @@ terminal, or anywhere with ``--progress``), never into the JSON. Errors are
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
@@ -142,8 +143,18 @@ def add_fit(sub) -> None:
     p.set_defaults(func=_cmd_fit)
 
 
+def _warn_mixed_speeds(frame) -> None:
+    """Say on stderr where a series pools runs measured at different speeds (crossover.drift.run_levels)."""
+    from ..drift import mixed_speed_warnings
+
+    for line in mixed_speed_warnings(frame):
+        sys.stderr.write(f"crossover: warning: {line}\n")
+
+
 def _cmd_fit(args) -> int:
-    fits = _fit(args, _load(args))
+    frame = _load(args)
+    _warn_mixed_speeds(frame)
+    fits = _fit(args, frame)
     floors = _noise_floors(args)
     if args.json:
         skipped = [dict(series=label, id=fits.skipped_ids[label], reason=reason) for label, reason in fits.skipped.items()]
@@ -300,6 +311,7 @@ def _cmd_predict(args) -> int:
     machine = {"machine": args.machine} if args.machine else {}
     # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
     frame = _load(args, **machine, **wanted)
+    _warn_mixed_speeds(reported_series(frame))
     fits = _fit(args, reported_series(frame))
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     _add_paired_rounds(args, fits, result, frame)
