@@ -86,13 +86,14 @@ def run_levels(frame: pd.DataFrame, value: str = "median_s") -> pd.DataFrame:
     -------
     DataFrame
         One row per run of every series measured in two or more results directories: the series keys,
-        ``results_dir``, ``n_sizes``, ``n_shared`` (sizes also in the largest run) and ``ratio`` (the
-        median over shared sizes of this run's value over the largest run's; NaN with none shared).
+        ``results_dir``, ``reference`` (the series' largest run), ``n_sizes``, ``n_shared`` (sizes also
+        in the largest run) and ``ratio`` (the median over shared sizes of this run's value over the
+        largest run's; NaN with none shared).
     """
     from .validation import SERIES_KEYS
 
     keys = [k for k in SERIES_KEYS if k in frame.columns]
-    columns = keys + ["results_dir", "n_sizes", "n_shared", "ratio"]
+    columns = keys + ["results_dir", "reference", "n_sizes", "n_shared", "ratio"]
     if frame.empty or "results_dir" not in frame.columns:
         return pd.DataFrame(columns=columns)
     ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
@@ -105,7 +106,8 @@ def run_levels(frame: pd.DataFrame, value: str = "median_s") -> pd.DataFrame:
         for run, values in runs.items():
             shared = values.index.intersection(runs[largest].index)
             ratio = float(np.exp(np.median(np.log(values[shared] / runs[largest][shared])))) if len(shared) else np.nan
-            out.append(dict(zip(keys, series), results_dir=run, n_sizes=len(values), n_shared=len(shared), ratio=ratio))
+            out.append(dict(zip(keys, series), results_dir=run, reference=largest, n_sizes=len(values),
+                            n_shared=len(shared), ratio=ratio))
     return pd.DataFrame(out, columns=columns)
 
 
@@ -113,19 +115,16 @@ def mixed_speed_warnings(frame: pd.DataFrame, tolerance_pct: float = MIXED_SPEED
     """One sentence per series whose runs (:func:`run_levels`) measured the sizes they share more than
     ``tolerance_pct`` apart: fitting them together mixes two speeds."""
     levels = run_levels(frame)
+    apart = levels[np.abs(np.log(levels["ratio"].astype(float))) > np.log1p(tolerance_pct / 100)]
+    keys = [k for k in levels.columns if k not in ("results_dir", "reference", "n_sizes", "n_shared", "ratio")]
     lines = []
-    for (machine, device), group in levels.groupby(["machine", "device"], sort=True):
-        for _, rows in group.groupby([k for k in group.columns if k not in
-                                      ("machine", "device", "results_dir", "n_sizes", "n_shared", "ratio")],
-                                     dropna=False, sort=True):
-            apart = rows[np.abs(np.log(rows["ratio"])) > np.log1p(tolerance_pct / 100)]
-            if apart.empty:
-                continue
-            reference = rows.loc[rows["ratio"] == 1.0, "results_dir"].iloc[0]
-            parts = [f"{_name(r.results_dir)} at {r.ratio:.2f}x the time of {_name(reference)} on the {r.n_shared} "
-                     "sizes both measured" for r in apart.itertuples()]
-            lines.append(f"{machine}/{device} pools runs measured at different speeds ({'; '.join(parts)}): "
-                         "one curve fitted through both; fit one run alone (--results DIR) to compare them")
+    for _, rows in apart.groupby(keys, dropna=False, sort=True):
+        first = rows.iloc[0]
+        parts = [f"{_name(r.results_dir)} at {r.ratio:.2f}x the time of {_name(r.reference)} on the {r.n_shared} "
+                 "sizes both measured" for r in rows.itertuples()]
+        lines.append(f"{first['machine']}/{first['device']} pools runs measured at different speeds "
+                     f"({'; '.join(parts)}): one curve fitted through both; fit one run alone (--results DIR) "
+                     "to compare them")
     return lines
 
 

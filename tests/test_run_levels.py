@@ -25,6 +25,7 @@ def test_a_run_twice_as_slow_on_the_sizes_it_shares_is_found_and_said():
     levels = run_levels(_frame(2.0)).set_index("results_dir")
     assert levels.loc["runs/a", "ratio"] == 1.0 and levels.loc["runs/a", "n_sizes"] == 9  # the largest run
     assert levels.loc["runs/b", "ratio"] == np.float64(2.0) and levels.loc["runs/b", "n_shared"] == 4
+    assert (levels["reference"] == "runs/a").all()
     (line,) = mixed_speed_warnings(_frame(2.0))
     assert line.startswith("box/cpu pools runs measured at different speeds (runs/b at 2.00x the time of runs/a "
                            "on the 4 sizes both measured)")

@@ -311,8 +311,9 @@ def _cmd_predict(args) -> int:
     machine = {"machine": args.machine} if args.machine else {}
     # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
     frame = _load(args, **machine, **wanted)
-    _warn_mixed_speeds(reported_series(frame))
-    fits = _fit(args, reported_series(frame))
+    reported = reported_series(frame)
+    _warn_mixed_speeds(reported)
+    fits = _fit(args, reported)
     result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
     _add_paired_rounds(args, fits, result, frame)
     result["noise_floors"] = _noise_floors(args)
