@@ -17,12 +17,13 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 OUT ?= results/local
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup demo test quick clean figures paper paper-numbers latex-check notebook
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml Makefile
+$(VENV)/.installed: pyproject.toml setup.py Makefile
 	$(PYTHON) -m venv $(if $(TORCH_SPEC),,--system-site-packages) $(VENV)
 	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet $(TORCH_SPEC); fi
 	$(BIN)/pip install --quiet -e '.[dev,diagram]'
@@ -39,8 +40,10 @@ demo: setup
 quick: setup
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
 
+# The tests in parallel over the cores (pytest-xdist), then those that time anything alone (-m serial).
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not serial"
+	$(BIN)/python -m pytest -q -m serial
 
 clean:
 	rm -rf $(VENV) .pytest_cache build paper/generated  # results/ holds measurements: remove it by hand
@@ -56,7 +59,7 @@ latex-check:
 	@command -v latexmk >/dev/null 2>&1 || { echo "make paper needs LaTeX: apt-get install $(LATEX_PACKAGES)"; exit 1; }
 
 paper-numbers: setup
-	$(BIN)/python -m crossover.paper_numbers --results experiments/results --out paper/generated/numbers.tex
+	$(BIN)/python -m crossover.paper.numbers --results experiments/results --out paper/generated/numbers.tex
 
 paper: latex-check figures paper-numbers
 	cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error -quiet paper.tex

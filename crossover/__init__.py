@@ -5,76 +5,67 @@ The public API (imported on first use, so ``crossover --help`` does not wait for
     from crossover import ResidualMLP, Config, measure, load_suite, run_suite, load_results
 """
 
-import importlib
+from .lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
 #: Public name → the module that defines it.
 _EXPORTS = {
-    "ResidualMLP": "model",
-    "param_count": "model",
-    "forward_flops": "model",
-    "train_flops": "model",
-    "step_flops": "model",
-    "step_bytes": "model",
-    "Config": "measurement",
+    "ResidualMLP": "measurement.toy_model",
+    "param_count": "measurement.toy_model",
+    "forward_flops": "measurement.toy_model",
+    "train_flops": "measurement.toy_model",
+    "step_flops": "measurement.toy_model",
+    "step_bytes": "measurement.toy_model",
+    "Config": "measurement.toy_step",
     "ConfigError": "errors",
-    "Measurement": "measurement",
-    "measure": "measurement",
-    "Timing": "timing",
-    "TimerOptions": "timing",
-    "time_step": "timing",
-    "Suite": "suites",
+    "Measurement": "measurement.toy_step",
+    "measure": "measurement.toy_step",
+    "Timing": "measurement.timer",
+    "TimerOptions": "measurement.timer",
+    "time_step": "measurement.timer",
+    "Suite": "measurement.suites",
     "SuiteError": "errors",
-    "load_suite": "suites",
-    "run_suite": "sweep",
+    "load_suite": "measurement.suites",
+    "run_suite": "measurement.sweep",
     "ResultsError": "errors",
-    "load_results": "results",
-    "environment": "env",
-    "machine_label": "env",
+    "load_results": "results.store",
+    "environment": "measurement.environment",
+    "machine_label": "measurement.environment",
     "AnalysisError": "errors",
-    "STATISTICS": "statistics",
-    "DEFAULT_STATISTIC": "statistics",
-    "MODELS": "latency_models",
-    "model_parameters": "latency_models",
-    "model_latency_s": "latency_models",
-    "SeriesFit": "fitting",
-    "Fits": "fitting",
-    "fit_series": "fitting",
-    "fit_results": "fitting",
-    "series_seed": "fitting",
-    "cv_splits": "validation",
-    "cross_validate": "validation",
-    "Crossover": "crossovers",
-    "crossover": "crossovers",
-    "fixed_params_crossover": "crossovers",
-    "empirical_crossover": "crossovers",
-    "crossover_frontier": "crossovers",
-    "cost_per_million_samples": "crossovers",
-    "cost_crossover": "crossovers",
-    "predict": "crossovers",
+    "STATISTICS": "results.statistics",
+    "DEFAULT_STATISTIC": "results.statistics",
+    "MODELS": "fit.latency_models",
+    "model_parameters": "fit.latency_models",
+    "model_latency_s": "fit.latency_models",
+    "SeriesFit": "fit.series_fit",
+    "Fits": "fit.series_fit",
+    "fit_series": "fit.series_fit",
+    "fit_results": "fit.series_fit",
+    "series_seed": "fit.series_fit",
+    "cv_splits": "fit.validation",
+    "cross_validate": "fit.validation",
+    "Crossover": "analysis.crossovers",
+    "crossover": "analysis.crossovers",
+    "fixed_params_crossover": "analysis.crossovers",
+    "empirical_crossover": "analysis.crossovers",
+    "crossover_frontier": "analysis.crossovers",
+    "cost_per_million_samples": "analysis.crossovers",
+    "cost_crossover": "analysis.crossovers",
+    "predict": "analysis.crossovers",
+    "decide": "analysis.decision",
+    "Decision": "analysis.decision",
     "TraceError": "errors",
-    "trace_module": "trace",
-    "trace_batches": "trace",
-    "predict_module": "module_predict",
-    "measure_module": "module_measure",
-    "Profile": "profiles",
-    "load_profile": "profiles",
-    "synthetic_profile": "profiles",
-    "run_calibration": "calibrate",
-    "load_factory": "user_model",
+    "trace_module": "opcost.trace",
+    "trace_batches": "opcost.trace",
+    "predict_module": "opcost.module_predict",
+    "measure_module": "measurement.module_rounds",
+    "Profile": "opcost.profiles",
+    "load_profile": "opcost.profiles",
+    "synthetic_profile": "opcost.profiles",
+    "run_calibration": "opcost.calibrate",
+    "load_factory": "measurement.user_module",
 }
 
 __all__ = ["__version__", *_EXPORTS]
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'crossover' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

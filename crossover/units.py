@@ -1,7 +1,7 @@
 """Quantities as text with an SI-prefixed unit chosen per value: ``1.23 ms``, ``44.1 TFLOP/s``.
 
 The package's one plain-text formatter of a quantity (the CLI, the sweep's progress line); the
-paper's LaTeX formatter (:mod:`crossover.latex`) chooses its prefixes with :func:`prefix_scale` too.
+paper's LaTeX formatter (:mod:`crossover.paper.latex`) chooses its prefixes with :func:`prefix_scale` too.
 No heavy imports: the CLI's ``--help`` stays fast.
 
 >>> format_seconds(1.234e-3)

@@ -4,7 +4,7 @@
 
 Results measured before the paired protocol (schema 1, the shipped H100 run) measured one sweep after
 another: a sweep's points share the machine's state of those minutes, another sweep's points another
-state. For each baseline series (Vm, Host, Cuda of :mod:`crossover.study`) this fits the model that
+state. For each baseline series (Vm, Host, Cuda of :mod:`crossover.analysis.reference_study`) this fits the model that
 cross-validation chooses twice: as is, and with a free multiplicative offset per sweep (the first
 sweep's fixed at 1; sizes measured by several sweeps, such as the anchor, tie them together). The
 drop of the median |residual| from the first to the second is what per-sweep drift explains; what
@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from crossover.crossovers import curve_crossings, empirical_crossover
-from crossover.fitting import fit_series, one_row_per_size
-from crossover.latency_models import PARAMS, evaluate, model_parameters
-from crossover.results import load_results
-from crossover.study import assign_roles, baseline_rows, main_runs
-from crossover.validation import check_frame, frame_features
+from crossover.analysis.crossovers import curve_crossings, empirical_crossover
+from crossover.fit.series_fit import fit_series, one_row_per_size
+from crossover.fit.latency_models import PARAMS, evaluate, model_parameters
+from crossover.results.store import load_results
+from crossover.analysis.reference_study import assign_roles, baseline_rows, main_runs
+from crossover.fit.validation import check_frame, frame_features
 
 ANCHOR = dict(d_model=128, n_layers=128)
 BATCHES = np.geomspace(1, 4096, 400)

@@ -19,10 +19,10 @@ import sys
 
 import numpy as np
 
-from crossover.measurement import Config, measure
-from crossover.model import step_flops
-from crossover.statistics import QUIET_QUANTILE
-from crossover.timing import TimerOptions
+from crossover.measurement.toy_step import Config, measure
+from crossover.measurement.toy_model import step_flops
+from crossover.results.statistics import QUIET_QUANTILE
+from crossover.measurement.timer import TimerOptions
 
 WIDTHS = (128, 256, 512)
 BATCHES = (1, 2, 4, 8, 16)

@@ -16,7 +16,7 @@ be checked more closely than that.
 ``--measure N`` first runs the quick suite N times (seeds 1..N) into ``--out``/seed<k>; run it on an
 otherwise idle machine. With ``--calibrate quick`` (or ``full``) each run is preceded by a calibration
 of the CPU written to ``seed<k>/calibration`` (``crossover calibrate``), which makes the ``calibrated``
-model (the toy model costed op by op on it, :mod:`crossover.calibrated`) a candidate for that run.
+model (the toy model costed op by op on it, :mod:`crossover.fit.calibrated_model`) a candidate for that run.
 
 Each run also gets its grouped cross-validation (holding out every point of one d_model, n_layers or
 batch_size value in turn) per model: MAPE per axis and the mean over axes of the interior folds' MAPE,
@@ -34,12 +34,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crossover.fitting import fit_series, one_row_per_size
-from crossover.calibrated import RUN_CALIBRATION_DIR, calibration_for_rows
-from crossover.latency_models import default_models
-from crossover.results import load_results
-from crossover.statistics import DEFAULT_STATISTIC, STATISTICS
-from crossover.validation import check_frame, split_heldout
+from crossover.fit.series_fit import fit_series, one_row_per_size
+from crossover.fit.calibrated_model import RUN_CALIBRATION_DIR, calibration_for_rows
+from crossover.fit.latency_models import default_models
+from crossover.results.store import load_results
+from crossover.results.statistics import DEFAULT_STATISTIC, STATISTICS
+from crossover.fit.validation import check_frame, split_heldout
 
 QUICK_SUITE = Path(__file__).resolve().parent / "suites" / "quick.toml"
 
@@ -80,7 +80,7 @@ def heldout_floor(runs, statistic) -> pd.DataFrame:
 
 def grouped_cv_lines(index: int, fit) -> list:
     """One line per candidate of ``fit``'s grouped CV: MAPE per axis, worst axis, interior score."""
-    from crossover.validation import selection_score
+    from crossover.fit.validation import selection_score
 
     lines = []
     for model, rows in fit.cv.groupby("model", sort=False):

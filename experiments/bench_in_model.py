@@ -15,7 +15,7 @@ Two measurements, each in one process within a minute, so that the machine's dri
    weights, in the same order), interleaved round by round. What is left is the host work and the
    elementwise ops between the products, which the ``calibrated`` latency model costs as its floor:
    it grows as a layer's weights fill a core's private cache (``floor_evicted_scale``) and steps up
-   from batch 2 (``gemm_layer_s``, :mod:`crossover.latency_models`).
+   from batch 2 (``gemm_layer_s``, :mod:`crossover.fit.latency_models`).
 
 A calibration times each primitive alone, back to back; the gap between the two columns is what the
 profile's composition terms (``train_host_extra``, ``conv_forward_extra``, ``backward_extra``,
@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from crossover.model import ResidualMLP
-from crossover.user_model import load_factory
+from crossover.measurement.toy_model import ResidualMLP
+from crossover.measurement.user_module import load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 

@@ -22,8 +22,8 @@ import time
 import numpy as np
 import torch
 
-from crossover.measurement import Config, make_step
-from crossover.timing import TimerOptions, time_step
+from crossover.measurement.toy_step import Config, make_step
+from crossover.measurement.timer import TimerOptions, time_step
 
 
 def main(argv=None) -> int:

@@ -4,7 +4,7 @@ under ``torch.profiler``, and the step without the profiler.
     python experiments/bench_op_breakdown.py lenet5 --workload forward --batch-size 1 [--profile DIR]
 
 The prediction is the calibration profile's cost of each traced op in isolation
-(``crossover.op_costs.op_cost``, summed per aten op name); the measurement runs the same step
+(``crossover.opcost.op_costs.op_cost``, summed per aten op name); the measurement runs the same step
 ``--steps`` times under the profiler (self CPU time per aten op, averaged per step), then times it
 without the profiler (10th percentile of 30 blocks of 20 steps). An op whose self time is far above its
 predicted cost is costed wrongly in isolation (a shape the calibration grid does not cover, or a cost
@@ -25,12 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from crossover.env import machine_label
-from crossover.module_measure import example_input, make_module_step
-from crossover.module_predict import trace_step
-from crossover.op_costs import op_cost
-from crossover.profiles import load_profile, shipped_profiles_dir
-from crossover.user_model import load_factory
+from crossover.measurement.environment import machine_label
+from crossover.measurement.module_rounds import example_input, make_module_step
+from crossover.opcost.module_predict import trace_step
+from crossover.opcost.op_costs import op_cost
+from crossover.opcost.profiles import load_profile
+from crossover.shipped_data import shipped_profiles_dir
+from crossover.measurement.user_module import load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 

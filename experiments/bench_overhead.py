@@ -15,8 +15,8 @@ import sys
 
 import torch
 
-from crossover.measurement import Config, measure
-from crossover.timing import TimerOptions
+from crossover.measurement.toy_step import Config, measure
+from crossover.measurement.timer import TimerOptions
 
 
 def main(argv=None) -> int:

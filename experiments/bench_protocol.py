@@ -1,6 +1,6 @@
 """Before/after: how well each measuring protocol reproduces a size's latency from run to run.
 
-The same 8 sizes (launch-bound to compute-bound; see crossover.noise.DEFAULT_SIZES) are measured in
+The same 8 sizes (launch-bound to compute-bound; see crossover.measurement.noise.DEFAULT_SIZES) are measured in
 several independent windows with each protocol, the windows of the two protocols interleaved
 (legacy, short, legacy, short, ...) and ``--pause-s`` apart, so both see the same machine:
 
@@ -22,8 +22,9 @@ import time
 
 import pandas as pd
 
-from crossover.env import environment
-from crossover.noise import DEFAULT_SIZES, LEGACY, SHORT_ROUNDS, spread, measure_window, noise_summary, run_to_run, window_estimates
+from crossover.measurement.environment import environment
+from crossover.measurement.noise import (DEFAULT_SIZES, LEGACY, SHORT_ROUNDS, spread, measure_window,
+                                         noise_summary, run_to_run, window_estimates)
 
 STATISTICS = ("median", "p10", "min", "p10_quiet")
 

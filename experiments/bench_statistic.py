@@ -3,7 +3,7 @@
     python experiments/bench_statistic.py [--runs 4] [--rounds 5] [--device cpu]
 
 Measures the same configurations in several independent runs, each made as a sweep makes one (every
-configuration in ``--rounds`` shuffled passes, ``crossover.measurement.measure`` per pass), and
+configuration in ``--rounds`` shuffled passes, ``crossover.measurement.toy_step.measure`` per pass), and
 computes each configuration's latency per run as
 
 - ``median``: the median of its rounds' medians (what ``median_s`` holds after combining rounds);
@@ -24,9 +24,9 @@ import sys
 
 import numpy as np
 
-from crossover.measurement import Config, measure
-from crossover.statistics import QUIET_QUANTILE
-from crossover.timing import TimerOptions
+from crossover.measurement.toy_step import Config, measure
+from crossover.results.statistics import QUIET_QUANTILE
+from crossover.measurement.timer import TimerOptions
 
 CONFIGS = [  # (d_model, n_layers, batch_size): launch-, memory- and compute-bound steps
     (128, 128, 1), (128, 16, 1), (64, 32, 16), (256, 32, 16),

@@ -1,6 +1,6 @@
 """Does crossover's timer agree with torch.utils.benchmark? Prints the ratio of medians per config.
 
-Both time the same step function (built once by crossover.measurement.make_step) in the same process,
+Both time the same step function (built once by crossover.measurement.toy_step.make_step) in the same process,
 with the same thread count, in interleaved rounds (A B, B A, ...) so that drift of a noisy machine
 hits both alike. The ratio is crossover's median over torch.utils.benchmark's median, each taken as
 the median of the per-round medians. The bar (DESIGN, "Measuring"): within 0.95–1.05.
@@ -17,8 +17,8 @@ import numpy as np
 import torch
 import torch.utils.benchmark as benchmark
 
-from crossover.measurement import Config, make_step
-from crossover.timing import TimerOptions, time_step
+from crossover.measurement.toy_step import Config, make_step
+from crossover.measurement.timer import TimerOptions, time_step
 
 CONFIGS = [  # (d_model, n_layers, batch_size): µs-scale to tens-of-ms-scale steps
     (64, 8, 1),

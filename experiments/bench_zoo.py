@@ -11,7 +11,7 @@ statistic the calibration uses). Prints one line per point with the error of the
 per model the median and worst |error| against the target (median ≤ 10%, worst ≤ 25%).
 
 By default the calibration itself is part of the run: the zoo's steps are timed in the same shuffled
-rounds as the plan's primitives (``crossover.calibrate.measure_calibration(extra_steps=...)``), so the
+rounds as the plan's primitives (``crossover.opcost.calibrate.measure_calibration(extra_steps=...)``), so the
 machine's drift (this VM's two-thread ops run 40 µs in one minute and 170 µs in another) falls on
 both alike; the profile, built from the primitives only, is written to ``--out`` (to ship it:
 ``--out experiments/profiles/<machine>``). With ``--profile DIR`` an existing profile is used and the
@@ -30,14 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from crossover.calibrate import measure_calibration, save_calibration
-from crossover.calibration_plan import PLANS
-from crossover.module_measure import (DEFAULT_ROUNDS, ROUND_OPTIONS, example_input, make_module_step, measure_rounds,
-                                      summarise_rounds)
-from crossover.module_predict import predict_module
-from crossover.profiles import load_profile
+from crossover.opcost.calibrate import measure_calibration, save_calibration
+from crossover.opcost.calibration_plan import PLANS
+from crossover.measurement.module_rounds import (DEFAULT_ROUNDS, ROUND_OPTIONS, example_input,
+                                                 make_module_step, measure_rounds, summarise_rounds)
+from crossover.opcost.module_predict import predict_module
+from crossover.opcost.profiles import load_profile
 from crossover.units import format_seconds
-from crossover.user_model import load_factory
+from crossover.measurement.user_module import load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 #: (name, workloads) of the zoo's models.

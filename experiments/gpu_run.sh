@@ -11,7 +11,7 @@ part=${1:?usage: gpu_run.sh check|cuda|cpu|summary}
 export PYTHONPATH=${PYTHONPATH:-.}
 PY=${PYTHON:-python}
 budget_s=${BUDGET_S:-540}
-machine=$($PY -c 'from crossover.env import machine_label; print(machine_label())')
+machine=$($PY -c 'from crossover.measurement.environment import machine_label; print(machine_label())')
 results=results/gpu/$machine
 mkdir -p "$results"
 

@@ -72,3 +72,12 @@ def _private_fit_cache(tmp_path_factory):
         os.environ.pop("CROSSOVER_CACHE_DIR", None)
     else:
         os.environ["CROSSOVER_CACHE_DIR"] = previous
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that starts a CPU hog watches the CPU: it runs with the serial tests, alone."""
+    import pytest
+
+    for item in items:
+        if "cpu_hog" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.serial)

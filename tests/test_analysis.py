@@ -9,7 +9,7 @@ import pytest
 
 from crossover import analysis as A
 from crossover.cli import main
-from crossover.results import ResultsWriter, raw_times_to_text
+from crossover.results.store import ResultsWriter, raw_times_to_text
 
 CPU = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=100e9, bytes_per_s=20e9)
 GPU = dict(step_s=2e-3, layer_s=1e-6, flops_per_s=20e12, bytes_per_s=2e12)
@@ -426,7 +426,7 @@ def test_parameters_with_intervals_over_two_decades_are_not_identified():
 def test_cv_summary_reports_interpolation_apart_from_extrapolation():
     predictions = pd.DataFrame(dict(model="roofline", axis="n_layers", held_out=[16, 128, 256, 3840],
                                     extrapolated=[True, False, False, True], rel_error=[2.0, 0.1, -0.3, 0.5]))
-    from crossover.validation import cv_summary
+    from crossover.fit.validation import cv_summary
 
     row = cv_summary(predictions).iloc[0]
     assert row["mape_pct"] == pytest.approx(100 * (2.0 + 0.1 + 0.3 + 0.5) / 4)
@@ -449,7 +449,7 @@ def _rounds_dir(tmp_path, frame, slow_factor, slow_rows):
 
 
 def test_p10_statistic_sees_past_slow_rounds_that_the_median_follows(tmp_path):
-    from crossover.results import load_results
+    from crossover.results.store import load_results
 
     # The GPU's shipped data in miniature: every batch > 1 point re-measured in a 1.5x slower run.
     truth = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=100e9, bytes_per_s=20e9)
@@ -487,7 +487,7 @@ def test_p10_statistic_sees_past_slow_rounds_that_the_median_follows(tmp_path):
 
 
 def test_p10_repeats_bootstrap_resamples_the_quantile(tmp_path):
-    from crossover.results import load_results
+    from crossover.results.store import load_results
 
     frame = synthetic("affine", dict(step_s=50e-6, flops_per_s=100e9), noise=0.03, seed=22)
     loaded = load_results(_rounds_dir(tmp_path, frame, 1.0, np.zeros(len(frame), bool)), raw=True)
@@ -526,8 +526,8 @@ def test_cli_fit_statistic(capsys, results_dir):
 
 
 def test_the_prediction_interval_spans_sizes_and_interior_axis_values_left_out():
-    from crossover.fitting import one_row_per_size
-    from crossover.validation import check_frame, held_out_predictions, interior_log_errors
+    from crossover.fit.series_fit import one_row_per_size
+    from crossover.fit.validation import check_frame, held_out_predictions, interior_log_errors
 
     frame = synthetic("roofline", CPU, noise=0.05, seed=3)
     fit = fit_median(frame, ["roofline"], n_boot=0, cache=False)

@@ -1,4 +1,4 @@
-"""Tests for crossover.busy: the rules on synthetic samples, the /proc and cgroup parsing, a real hog."""
+"""Tests for crossover.measurement.machine_load: the rules on synthetic samples, the /proc and cgroup parsing, a real hog."""
 
 import math
 import subprocess
@@ -7,18 +7,13 @@ import time
 
 import pytest
 
-from crossover import busy
-from crossover.busy import (
-    CpuSample,
-    LoadMonitor,
-    LoadReport,
-    cgroup_cpu_quota_cores,
-    check_machine,
-    cpu_sample,
-    judge_load,
-    parse_cgroup_quota,
-    parse_proc_stat,
-)
+from crossover.measurement import machine_load as busy
+from crossover.measurement.machine_load import LoadMonitor, LoadReport, check_machine, judge_load
+from crossover.measurement.procfs import (CpuSample, cgroup_cpu_quota_cores, cpu_sample, parse_cgroup_quota,
+                                          parse_proc_stat)
+
+#: These tests time things or watch the CPU: they run alone, never beside other tests (make test runs them after the rest).
+pytestmark = pytest.mark.serial
 
 
 def samples(window_s=1.0, busy_s=0.0, own_s=0.0, steal_s=0.0, cpus=2, available=True):

@@ -6,9 +6,9 @@ import json
 import pytest
 import torch
 
-from crossover.calibrate import build_profile, read_calibration, run_calibration
-from crossover.calibration_plan import FRESH_PROBE_BYTES, PLANS, llc_bytes, make_step, points
-from crossover.profiles import load_profile
+from crossover.opcost.calibrate import build_profile, read_calibration, run_calibration
+from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES, PLANS, llc_bytes, make_step, points
+from crossover.opcost.profiles import load_profile
 from test_cli import assert_clean_error
 
 

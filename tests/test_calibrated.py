@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.calibrated import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR, calibration_for_rows,
-                                  core_cache_bytes, part_names, toy_parts)
+from crossover.fit.calibrated_model import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR,
+                                            calibration_for_rows, core_cache_bytes, part_names, toy_parts)
 from crossover.errors import AnalysisError
-from crossover.latency_models import (CALIBRATED, WARM_LAYER_BYTES, default_models, evaluate, features,
-                                      fit_parameters, model_parameters)
-from crossover.model import ResidualMLP
-from crossover.module_predict import step_prediction, trace_step
-from crossover.profiles import Grid, synthetic_profile, write_profile
+from crossover.fit.latency_models import (CALIBRATED, WARM_LAYER_BYTES, default_models, evaluate, features,
+                                          fit_parameters, model_parameters)
+from crossover.measurement.toy_model import ResidualMLP
+from crossover.opcost.module_predict import step_prediction, trace_step
+from crossover.opcost.profiles import Grid, synthetic_profile, write_profile
 
 from test_analysis import fit_median, sizes
 

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover import claims as C
-from crossover import paper_claims as PC
+from crossover.analysis import claims as C
+from crossover.paper import claims as PC
 from crossover.errors import CrossoverError
-from crossover.latency_models import PARAMS
-from crossover.peaks import write_peaks
+from crossover.fit.latency_models import PARAMS
+from crossover.fit.peaks import write_peaks
 
 LAUNCH_S = 50e-6  # the GPU's time per layer while launch-bound: the known threshold
 CPU_RATE, GPU_RATE = 100e9, 50e12

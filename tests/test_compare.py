@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from crossover.compare import compare_results, summarise
-from crossover.results import ResultsWriter, load_results, raw_times_to_text
+from crossover.results.compare import compare_results, summarise
+from crossover.results.store import ResultsWriter, load_results, raw_times_to_text
 
 
 def write_run(directory, slowdown, seed):

@@ -10,12 +10,12 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from crossover.calibrate import _with_composition, _without_page_faults, measure_calibration
-from crossover.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
-from crossover.module_predict import predict_module, step_prediction, trace_step
-from crossover.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
-from crossover.profiles import Grid, Profile, load_profile, synthetic_profile, write_profile
-from crossover.trace import trace_module
+from crossover.opcost.calibrate import _with_composition, _without_page_faults, measure_calibration
+from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
+from crossover.opcost.module_predict import predict_module, step_prediction, trace_step
+from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
+from crossover.opcost.profiles import Grid, Profile, load_profile, synthetic_profile, write_profile
+from crossover.opcost.trace import trace_module
 
 US = 1e-6
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
@@ -166,7 +166,7 @@ def test_new_profile_fields_survive_json(tmp_path):
 def _reference_steps_of(truth: Profile) -> list:
     """(step prediction on ``truth``, calibration row) of each reference model, batch 1 and 32, forward
     and training step: the measurements a calibration would make on a device that is ``truth``."""
-    from crossover.calibration_plan import reference_model
+    from crossover.opcost.calibration_plan import reference_model
 
     out = []
     for name, batch, workload in [(n, b, w) for n in REFERENCE_MODELS for b in (1, 32) for w in ("forward", "train")]:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from crossover import env as env_module
-from crossover.busy import LoadReport
+from crossover.measurement import environment as env_module
+from crossover.measurement.machine_load import LoadReport
 from crossover.cli.measure import _env_lines
-from crossover.procfs import cpu_frequency, parse_cpuinfo_mhz
-from crossover.results import ResultsWriter, check_same_environment, load_metadata
+from crossover.measurement.procfs import cpu_frequency, parse_cpuinfo_mhz
+from crossover.results.store import ResultsWriter, check_same_environment, load_metadata
 
 from conftest import ROOT
 
@@ -215,8 +215,8 @@ def _quiet_check(threads):
 def test_a_sweep_records_the_new_fields_beside_old_runs(tmp_path, monkeypatch, no_collect_env):
     import tomllib
 
-    from crossover.suites import parse_suite
-    from crossover.sweep import run_suite
+    from crossover.measurement.suites import parse_suite
+    from crossover.measurement.sweep import run_suite
 
     old = ROOT / "experiments" / "results" / "amd-epyc-2c" / "quick" / "metadata.json"
     _write_without_new_fields(old, tmp_path / "metadata.json")  # as written before these fields existed
@@ -258,7 +258,7 @@ def test_old_metadata_without_the_new_fields_is_still_compared_and_extended(tmp_
 
 # ------------------------------------------------------------------ the shipped results in a wheel
 def test_the_shipped_results_are_the_repository_copy_else_the_installed_one(tmp_path, monkeypatch):
-    from crossover import shipped
+    from crossover import shipped_data as shipped
 
     package = tmp_path / "site-packages" / "crossover"
     (package / "shipped_results" / "amd" / "quick").mkdir(parents=True)
@@ -271,13 +271,28 @@ def test_the_shipped_results_are_the_repository_copy_else_the_installed_one(tmp_
     assert DEFAULT_RESULTS == ROOT / "experiments" / "results"  # in this checkout
 
 
-def test_the_wheel_carries_every_shipped_results_file():
+def _data_packages() -> dict:
+    """setup.py's DATA_PACKAGES (package name → repository folder), read without running setup()."""
+    import ast
+
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == "DATA_PACKAGES":
+            return ast.literal_eval(node.value)
+    raise AssertionError("setup.py names no DATA_PACKAGES")
+
+
+@pytest.mark.parametrize("package", ["crossover.shipped_results", "crossover.shipped_profiles"])
+def test_the_wheel_carries_every_shipped_data_file(package):
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    source = ROOT / config["package-dir"]["crossover.shipped_results"]
-    assert "crossover.shipped_results" in config["packages"] and source == ROOT / "experiments" / "results"
-    covered = {p for pattern in config["package-data"]["crossover.shipped_results"] for p in source.glob(pattern)}
+    source = ROOT / _data_packages()[package]
+    covered = {p for pattern in config["package-data"][package] for p in source.glob(pattern)}
     every = {p for p in source.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts}
-    assert every - covered == set(), "files of experiments/results a wheel would leave out: extend package-data"
-    assert any(p.name == "results.csv" for p in covered) and any(p.name == "metadata.json" for p in covered)
+    assert every, f"{source} is empty"
+    assert every - covered == set(), f"files of {source} a wheel would leave out: extend package-data"
+    if package.endswith("results"):
+        assert any(p.name == "results.csv" for p in covered) and any(p.name == "metadata.json" for p in covered)
+    else:
+        assert any(p.name == "calibration.csv.gz" for p in covered)

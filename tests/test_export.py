@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from crossover.cli import main
-from crossover.export import load_for_export, point_names, to_long_frame, to_torch_measurements, write_export
-from crossover.results import ResultsWriter, raw_times_to_text
+from crossover.results.export import (load_for_export, point_names, to_long_frame, to_torch_measurements,
+                                      write_export)
+from crossover.results.store import ResultsWriter, raw_times_to_text
 
 from conftest import ROOT
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover import fit_cache, fitting
+from crossover.fit import cache as fit_cache, series_fit as fitting
 from crossover import analysis as A
 
 

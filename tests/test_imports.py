@@ -21,7 +21,7 @@ PACKAGE = ROOT / "crossover"
 #: Library modules that still build a parser, each with why and until when. The test fails when an
 #: entry no longer imports argparse, so the exemption goes with the reason.
 ARGPARSE_ALLOWED = {
-    "crossover.paper_numbers": "main() is the Makefile's `python -m crossover.paper_numbers` and the tests' "
+    "crossover.paper.numbers": "main() is the Makefile's `python -m crossover.paper.numbers` and the tests' "
                                "P.main; moving it under crossover/cli/ needs those callers changed too",
 }
 MAX_LINES = 500
@@ -227,3 +227,59 @@ def test_no_module_is_over_500_lines():
              for name, path in package_modules(PACKAGE).items()}
     big = {name: n for name, n in sizes.items() if n > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+#: The floors of the package, bottom first: a module may import its own floor and those below, never
+#: one above. Top-level modules (errors, units, axes, ...) are the ground floor; the CLI is the roof.
+LAYERS = ("results", "measurement", "opcost", "fit", "analysis", "plots", "paper", "cli")
+#: What the top level may hold besides the subpackages: the package's __init__, __main__, errors and a
+#: few small shared modules.
+TOP_LEVEL = {"__init__", "__main__", "errors", "units", "axes", "progress", "shipped_data", "crossings",
+             "lazy_exports", "jsonable"}
+
+
+def layer_of(name: str) -> int:
+    """The floor of module ``name``: 0 for the top level, 1 + its subpackage's index in :data:`LAYERS`."""
+    parts = name.split(".")
+    if len(parts) < 2 or parts[1] not in LAYERS:
+        return 0
+    return 1 + LAYERS.index(parts[1])
+
+
+def upward_imports(graph: dict) -> list:
+    """Every edge ``(importer, imported)`` that points up a floor."""
+    return sorted((a, b) for a, targets in graph.items() for b in targets
+                  if layer_of(b) > layer_of(a) and a != "crossover.__main__")  # the entry point: python -m
+
+
+def test_imports_point_down_the_floors():
+    graph = import_graph()
+    assert {layer_of(n) for n in graph} == set(range(len(LAYERS) + 1)), "every floor holds modules"
+    upward = upward_imports(graph)
+    assert not upward, "imports pointing up a floor:\n" + "\n".join(f"{a} -> {b}" for a, b in upward)
+
+
+def test_the_floor_check_finds_an_upward_import():
+    graph = {"crossover.results.store": {"crossover.plots.checks"}, "crossover.plots.checks": {"crossover.errors"}}
+    assert upward_imports(graph) == [("crossover.results.store", "crossover.plots.checks")]
+
+
+def test_the_top_level_holds_only_small_shared_modules():
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top <= TOP_LEVEL, f"modules at the top level that belong in a subpackage: {sorted(top - TOP_LEVEL)}"
+    small = {p.name: len(p.read_text().splitlines()) for p in PACKAGE.glob("*.py") if p.stem not in ("__init__",)}
+    assert all(n <= 250 for n in small.values()), small
+
+
+def test_no_public_name_is_shadowed_by_a_submodule():
+    """A package's lazily imported public name must not be a submodule's name too: importing the
+    submodule would replace the name on the package (``crossover.plots.style`` the function, not a module)."""
+    import importlib
+
+    clashes = []
+    for init in PACKAGE.rglob("__init__.py"):
+        name = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        exports = getattr(importlib.import_module(name), "_EXPORTS", {})
+        submodules = {p.stem for p in init.parent.glob("*.py")} | {p.parent.name for p in init.parent.glob("*/__init__.py")}
+        clashes += [f"{name}.{n}" for n in exports if n in submodules]
+    assert not clashes, f"public names that are also submodules: {clashes}"

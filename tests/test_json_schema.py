@@ -12,9 +12,9 @@ import pytest
 from crossover.cli import main
 from crossover.cli.analysis import FIT_SCHEMA, PREDICT_SCHEMA
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.fitting import fit_results, series_id
-from crossover.results import load_results
-from crossover.validation import SERIES_KEYS
+from crossover.fit.series_fit import fit_results, series_id
+from crossover.results.store import load_results
+from crossover.results.columns import SERIES_KEYS
 
 H100 = DEFAULT_RESULTS / "nvidia-h100-80gb-hbm3-16c" / "gpu"
 QUICK = DEFAULT_RESULTS / "amd-epyc-2c" / "quick"

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from crossover import analysis as A
-from crossover.latency_models import evaluate, features, fit_parameters, model_parameters, upper_bounds
-from crossover.peaks import check_parameters, find_peaks, peaks_for, spec_sheet_peaks, write_peaks
+from crossover.fit.latency_models import evaluate, features, fit_parameters, model_parameters, upper_bounds
+from crossover.fit.peaks import check_parameters, find_peaks, peaks_for, spec_sheet_peaks, write_peaks
 
 from test_analysis import CPU, fit_median, sizes, synthetic
 
@@ -182,7 +182,7 @@ def test_a_fit_finds_the_peaks_beside_its_rows_results(tmp_path):
 
 
 def test_a_candidate_is_judged_on_interior_folds_not_on_one_extrapolating_end():
-    from crossover.validation import selection_score
+    from crossover.fit.validation import selection_score
 
     cv = pd.DataFrame([
         # a: one catastrophic end fold (batch 1 held out) but the best interpolation
@@ -200,7 +200,7 @@ def test_a_candidate_is_judged_on_interior_folds_not_on_one_extrapolating_end():
 
 
 def test_a_cpu_series_gets_the_cpu_candidates_and_a_gpu_series_does_not():
-    from crossover.latency_models import CPU_MODELS, MODELS, default_models
+    from crossover.fit.latency_models import CPU_MODELS, MODELS, default_models
 
     assert set(CPU_MODELS) <= set(default_models("cpu"))
     assert default_models("cuda") == tuple(MODELS) and not set(CPU_MODELS) & set(default_models("cuda"))

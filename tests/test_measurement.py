@@ -5,18 +5,14 @@ import math
 import pytest
 import torch
 
-from crossover.measurement import (
-    Config,
-    ConfigError,
-    check_fits,
-    estimate_memory_bytes,
-    make_step,
-    measure,
-    profile_counts,
-)
-from crossover.timing import TimerOptions
+from crossover.measurement.toy_step import (Config, ConfigError, check_fits, estimate_memory_bytes,
+                                            make_step, measure, profile_counts)
+from crossover.measurement.timer import TimerOptions
 
 from conftest import requires_cuda
+
+#: These tests time things or watch the CPU: they run alone, never beside other tests (make test runs them after the rest).
+pytestmark = pytest.mark.serial
 
 FAST = TimerOptions(warmup_s=0, min_warmup_calls=1, min_repeats=3, min_run_time_s=0.01, max_run_time_s=0.05)
 

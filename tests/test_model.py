@@ -2,13 +2,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from crossover.model import (
-    ResidualMLP,
-    forward_flops,
-    param_count,
-    step_bytes,
-    train_flops,
-)
+from crossover.measurement.toy_model import ResidualMLP, forward_flops, param_count, step_bytes, train_flops
 
 
 @pytest.mark.parametrize(
@@ -90,8 +84,8 @@ def test_sizes_must_be_positive_integers(bad):
 
 
 def test_bytes_per_element_is_what_torch_stores():
-    from crossover.choices import BYTES_PER_ELEMENT, DTYPES
-    from crossover.measurement import _TORCH_DTYPE
+    from crossover.axes import BYTES_PER_ELEMENT, DTYPES
+    from crossover.measurement.toy_step import _TORCH_DTYPE
 
     assert set(BYTES_PER_ELEMENT) == set(DTYPES)
     for dtype in DTYPES:

@@ -1,4 +1,4 @@
-"""crossover.module_predict and crossover.op_costs: predictions compose as they should on synthetic profiles."""
+"""crossover.opcost.module_predict and crossover.opcost.op_costs: predictions compose as they should on synthetic profiles."""
 
 import math
 
@@ -8,11 +8,12 @@ import torch
 from torch import nn
 
 import crossover
-from crossover.model import ResidualMLP
-from crossover.module_predict import module_crossover, predict_module
-from crossover.op_costs import attention_flops, op_cost
-from crossover.profiles import Curve, Grid, Profile, isotonic, load_profile, synthetic_profile, write_profile
-from crossover.trace import trace_module
+from crossover.measurement.toy_model import ResidualMLP
+from crossover.opcost.module_predict import module_crossover, predict_module
+from crossover.opcost.op_costs import attention_flops, op_cost
+from crossover.opcost.profiles import (Curve, Grid, Profile, isotonic, load_profile, synthetic_profile,
+                                       write_profile)
+from crossover.opcost.trace import trace_module
 
 US = 1e-6
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.noise import run_to_run, window_estimates
-from crossover.paired import crossover_distribution, round_crossings
+from crossover.measurement.noise import run_to_run, window_estimates
+from crossover.analysis.paired_rounds import crossover_distribution, round_crossings
 
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 

@@ -8,8 +8,8 @@ import pytest
 from scipy import optimize
 
 from crossover import analysis as A
-from crossover import paper_numbers as P
-from crossover.results import ResultsWriter, raw_times_to_text
+from crossover.paper import numbers as P
+from crossover.results.store import ResultsWriter, raw_times_to_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = dict(step_s=20e-6, layer_s=15e-6, flops_per_s=200e9, bytes_per_s=40e9)
@@ -179,7 +179,7 @@ def test_quiet_and_gemm_macros(macros):
 
 
 def test_run_to_run_compares_two_runs_of_one_machine(tmp_path):
-    from crossover.results import load_results
+    from crossover.results.store import load_results
 
     # run b: round 1 of every point 1.6x slower. The median of its two rounds is 1.3x run a's; the
     # pooled 10th percentile comes from the fast round and matches run a's.
@@ -212,8 +212,8 @@ def test_quiet_crossover_sees_past_a_slow_gpu_round(tmp_path):
 
 
 def test_every_latency_model_parameter_has_a_macro_name_and_a_latex_label():
-    from crossover.latency_models import PARAMS
-    from crossover.paper_fits import PARAM_LABELS, PARAM_NAMES
+    from crossover.fit.latency_models import PARAMS
+    from crossover.paper.fits import PARAM_LABELS, PARAM_NAMES
 
     assert set(PARAM_NAMES) == set(PARAMS) == set(PARAM_LABELS)
     assert len(set(PARAM_NAMES.values())) == len(PARAM_NAMES)  # one macro per parameter

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from crossover.latex import DASH
-from crossover.paper_zoo import read_zoo, zoo_accuracy, zoo_macros, zoo_table
+from crossover.paper.latex import DASH
+from crossover.paper.zoo import read_zoo, zoo_accuracy, zoo_macros, zoo_table
 
 
 def _zoo(errors_by_model):

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 from crossover import analysis as A  # noqa: E402
 from crossover import plots  # noqa: E402
-from crossover.results import ResultsWriter  # noqa: E402
+from crossover.results.store import ResultsWriter  # noqa: E402
 
 CPU = dict(step_s=50e-6, flops_per_s=100e9)
 GPU = dict(step_s=2e-3, flops_per_s=10e12)
@@ -215,7 +215,7 @@ def test_cli_figures_writes_every_figure(results_dir, tmp_path, capsys):
     status = main(["figures", "--results", str(results_dir), "--out", str(out), "--quiet"])
     stdout, err = capsys.readouterr()
     assert status == 0, err
-    from crossover.diagram import diagram_available
+    from crossover.plots.diagram import diagram_available
 
     names = {"sweep_batch_size", "sweep_d_model", "sweep_n_layers", "sweep_fixed_params", "throughput",
              "speedup_map", "speedup_params", "overhead", "best_mode", "forward_vs_train", "dtype",
@@ -227,7 +227,7 @@ def test_cli_figures_writes_every_figure(results_dir, tmp_path, capsys):
 
 
 def test_the_figure_registry_is_the_documented_table_in_order():
-    from crossover import figures
+    from crossover.plots import figures
 
     lines = figures.__doc__.splitlines()
     rules = [i for i, line in enumerate(lines) if line.startswith("=====")]
@@ -236,12 +236,10 @@ def test_the_figure_registry_is_the_documented_table_in_order():
 
 
 def test_drift_plot_draws_each_run_over_its_quiet_level():
-    from crossover.drift import drift_plot as reexported
-    from crossover.results import DRIFT_LIMIT
+    from crossover.results.statistics import DRIFT_LIMIT
 
     data = pd.DataFrame(dict(run=["b", "a", "a", "b"], elapsed_min=[0.0, 0.0, 5.0, 4.0], drift=[1.0, 1.1, 1.6, 1.2]))
     ax = plots.drift_plot(data)
-    assert reexported is plots.drift_plot
     assert [line.get_label() for line in ax.lines[:2]] == ["a", "b"]
     np.testing.assert_allclose(ax.lines[0].get_ydata(), [1.1, 1.6])
     assert list(ax.lines[2].get_ydata()) == [DRIFT_LIMIT, DRIFT_LIMIT]
@@ -274,7 +272,8 @@ def test_crossover_label_names_both_machines_when_they_differ():
 
 def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, monkeypatch):
     """A second machine's CPU is drawn, but the crossover pairs the host's own CPU and GPU."""
-    from crossover import figures, study
+    from crossover.plots import figures
+    from crossover.analysis import reference_study as study
 
     frames = []
     for machine, device, params, seed in (("other", "cpu", dict(step_s=10e-6, flops_per_s=20e9), 2),
@@ -403,7 +402,7 @@ def test_cli_diagram_without_dot_exits_2_and_figures_skip_it(monkeypatch, tmp_pa
     import shutil
 
     pytest.importorskip("torchview")
-    from crossover import diagram
+    from crossover.plots import diagram
     from crossover.cli import main
 
     monkeypatch.setattr(shutil, "which", lambda name: None)
@@ -414,7 +413,7 @@ def test_cli_diagram_without_dot_exits_2_and_figures_skip_it(monkeypatch, tmp_pa
 
 
 def test_cli_diagram_draws_the_model(tmp_path):
-    from crossover import diagram
+    from crossover.plots import diagram
     from crossover.cli import main
 
     if not diagram.diagram_available():

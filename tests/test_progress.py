@@ -9,15 +9,15 @@ from types import SimpleNamespace
 import pytest
 
 from crossover import progress as P
-from crossover import sweep
+from crossover.measurement import sweep
 from crossover.cli import main
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.fitting import fit_costs, fit_results, one_row_per_size
-from crossover.validation import check_frame, split_heldout
-from crossover.measurement import ConfigError
+from crossover.fit.series_fit import fit_costs, fit_results, one_row_per_size
+from crossover.fit.validation import check_frame, split_heldout
+from crossover.measurement.toy_step import ConfigError
 from crossover.progress import Progress, progress_bar, wants_progress
-from crossover.results import load_results
-from crossover.suites import parse_suite
+from crossover.results.store import load_results
+from crossover.measurement.suites import parse_suite
 
 QUICK = DEFAULT_RESULTS / "amd-epyc-2c" / "quick"
 

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.busy import LoadReport
+from crossover.measurement.machine_load import LoadReport
 from crossover.errors import BusyMachineError
-from crossover.measurement import Config, Measurement, measure
-from crossover.results import ResultsError, attach_references, load_metadata, load_results
-from crossover.suites import PlannedPoint, parse_suite
-from crossover.sweep import plan_rounds, run_suite
-from crossover.timing import Timing
+from crossover.measurement.toy_step import Config, Measurement, measure
+from crossover.results.store import ResultsError, attach_references, load_metadata, load_results
+from crossover.measurement.suites import PlannedPoint, parse_suite
+from crossover.measurement.sweep import plan_rounds, run_suite
+from crossover.measurement.timer import Timing
 
 from test_cli import assert_clean_error
 
@@ -153,6 +153,7 @@ def test_a_busy_row_is_flagged_without_strict(tmp_path):
     assert (load_results(tmp_path)["busy"] == 1).all()
 
 
+@pytest.mark.serial
 def test_a_cpu_hog_makes_measure_warn_and_flag_the_row(cpu_hog, cli):
     import os
 
@@ -170,7 +171,7 @@ def test_a_cpu_hog_makes_measure_warn_and_flag_the_row(cpu_hog, cli):
 
 
 def _short():
-    from crossover.timing import TimerOptions
+    from crossover.measurement.timer import TimerOptions
 
     return TimerOptions(warmup_s=0.01, min_run_time_s=0.1, max_run_time_s=0.2)
 
@@ -209,7 +210,7 @@ def test_sweep_into_a_path_under_a_file_is_one_line(cli, tmp_path):
 
 
 def test_version_1_results_are_read_but_not_appended_to(tmp_path):
-    from crossover.results import V1_COLUMNS
+    from crossover.results.store import V1_COLUMNS
 
     import csv
 
@@ -233,7 +234,7 @@ def test_fit_and_predict_quote_the_stored_noise_floor(cli, tmp_path):
     import shutil
 
     from conftest import ROOT
-    from crossover.noise import SHORT_ROUNDS, write_noise
+    from crossover.measurement.noise import SHORT_ROUNDS, write_noise
 
     shutil.copytree(ROOT / "experiments" / "results" / "amd-epyc-2c" / "quick", tmp_path / "quick")
     deviations = pd.DataFrame([dict(size=0, d_model=128, n_layers=128, batch_size=1, compute_bound=False,

@@ -3,14 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from crossover.results import (
-    COLUMNS,
-    KEY_COLUMNS,
-    SCHEMA_VERSION,
-    ResultsError,
-    ResultsWriter,
-    load_results,
-)
+from crossover.results.store import (COLUMNS, KEY_COLUMNS, SCHEMA_VERSION, ResultsError, ResultsWriter,
+                                     load_results)
 
 
 def row(**overrides):

@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from crossover.drift import MIXED_SPEED_PCT, mixed_speed_warnings, run_levels
-from crossover.results import ResultsWriter, raw_times_to_text
+from crossover.results.drift import MIXED_SPEED_PCT, mixed_speed_warnings, run_levels
+from crossover.results.store import ResultsWriter, raw_times_to_text
 
 SERIES = dict(machine="box", device="cpu", workload="forward", mode="eager", dtype="float32", regime="latency",
               transfer="device", threads=2, status="ok")

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from crossover import analysis as A
-from crossover import study
+from crossover.analysis import reference_study as study
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.figure_context import load_context
-from crossover.latex import format_interval, format_number
-from crossover.paper_fits import crossover_macros
-from crossover.results import load_results
+from crossover.plots.figure_context import load_context
+from crossover.paper.latex import format_interval, format_number
+from crossover.paper.fits import crossover_macros
+from crossover.results.store import load_results
 
 HOST = "nvidia-h100-80gb-hbm3-16c"
 

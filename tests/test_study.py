@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from crossover.study import BASELINE, assign_roles, baseline_rows, host_machine
+from crossover.analysis.reference_study import BASELINE, assign_roles, baseline_rows, host_machine
 
 
 def _frame(rows):

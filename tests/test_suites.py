@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from crossover.suites import SuiteError, load_suite, parse_suite
+from crossover.measurement.suites import SuiteError, load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = sorted((ROOT / "experiments" / "suites").glob("*.toml"))

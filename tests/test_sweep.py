@@ -7,11 +7,11 @@ import time
 import numpy as np
 import pytest
 
-from crossover.measurement import Config, ConfigError, measure
-from crossover.results import ResultsError, load_results
-from crossover.suites import parse_suite
-from crossover.sweep import run_suite
-from crossover.timing import TimerOptions
+from crossover.measurement.toy_step import Config, ConfigError, measure
+from crossover.results.store import ResultsError, load_results
+from crossover.measurement.suites import parse_suite
+from crossover.measurement.sweep import run_suite
+from crossover.measurement.timer import TimerOptions
 
 from conftest import ROOT
 
@@ -78,7 +78,7 @@ def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_points_that_do_not_fit_are_skipped_before_allocating(tmp_path, monkeypatch):
-    import crossover.measurement as measure_module
+    import crossover.measurement.toy_step as measure_module
 
     monkeypatch.setattr(measure_module, "available_memory_bytes", lambda device: 10 * 2**20)
     summary = run_suite(tiny_suite(), tmp_path, progress=False, measure_fn=lambda *a, **k: pytest.fail("measured"))

@@ -3,7 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from crossover.timing import TimerOptions, median_confidence_interval, time_step
+from crossover.measurement.timer import TimerOptions, median_confidence_interval, time_step
+
+#: These tests time things or watch the CPU: they run alone, never beside other tests (make test runs them after the rest).
+pytestmark = pytest.mark.serial
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""crossover.trace: per-op traces on fake tensors, checked against FlopCounterMode on real ones."""
+"""crossover.opcost.trace: per-op traces on fake tensors, checked against FlopCounterMode on real ones."""
 
 import resource
 import time
@@ -11,8 +11,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import crossover
 from crossover.errors import AnalysisError, TraceError
-from crossover.model import ResidualMLP, forward_flops, step_bytes, step_flops
-from crossover.trace import COLUMNS, KINDS, PHASES, op_kind, trace_batches, trace_module
+from crossover.measurement.toy_model import ResidualMLP, forward_flops, step_bytes, step_flops
+from crossover.opcost.trace import COLUMNS, KINDS, PHASES, op_kind, trace_batches, trace_module
 
 
 def mlp():

@@ -2,7 +2,7 @@
 
 import math
 
-from crossover import latex
+from crossover.paper import latex
 from crossover.units import format_quantity, format_range, format_seconds, prefix_scale
 
 

@@ -7,8 +7,8 @@ from torch import nn
 
 from conftest import ROOT
 from crossover.errors import ConfigError
-from crossover.profiles import synthetic_profile, write_profile
-from crossover.user_model import build_model, input_dtype, load_factory, parse_input_shape
+from crossover.opcost.profiles import synthetic_profile, write_profile
+from crossover.measurement.user_module import build_model, input_dtype, load_factory, parse_input_shape
 from test_cli import assert_clean_error
 
 
@@ -105,6 +105,7 @@ def test_measure_bad_input_exits_2_with_one_line(cli_in_process, model_file, arg
     assert_clean_error(cli_in_process("measure", *args), fragment)
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("workload", ["forward", "train"])
 def test_measure_model_mnist_mlp(cli_in_process, workload):
     result = cli_in_process("measure", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",

@@ -17,16 +17,15 @@ from pathlib import Path
 from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
                    print_json)
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
-from ..statistics import DEFAULT_STATISTIC, STATISTICS
+from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_range, format_seconds
-from ..study import N_BOOT
+from ..analysis.reference_study import N_BOOT
+from ..analysis.decision import PREDICT_SCHEMA
 
 __all__ = ["add_fit", "add_predict", "FIT_SCHEMA", "PREDICT_SCHEMA"]
 
 #: The layout of ``crossover fit --json``; the version goes up when a key changes meaning or goes away.
 FIT_SCHEMA = {"name": "crossover.fit", "version": 1}
-#: The layout of ``crossover predict --json`` (see :data:`FIT_SCHEMA`).
-PREDICT_SCHEMA = {"name": "crossover.predict", "version": 1}
 
 def _common(p) -> None:
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
@@ -57,18 +56,9 @@ def _common(p) -> None:
 
 
 def _noise_floors(args) -> list:
-    """The machines' measured noise floors (``noise.json`` written by ``crossover noise``) in the
-    results, for the statistic fitted: one dict per file."""
-    from ..noise import read_noise
+    from ..analysis.decision import noise_floors
 
-    floors = []
-    for data in read_noise(args.results):
-        summary = data.get("summary", {}).get(args.statistic) or data.get("summary", {}).get("p10")
-        if summary:
-            floors.append(dict(machine=data.get("machine"), date_utc=data.get("date_utc"), path=data.get("path"),
-                               statistic=args.statistic if args.statistic in data["summary"] else "p10",
-                               protocol=data.get("protocol"), **{f"{k}_pct": 100 * v for k, v in summary.items()}))
-    return floors
+    return noise_floors(args.results, args.statistic)
 
 
 def _print_noise_floors(floors) -> None:
@@ -79,50 +69,25 @@ def _print_noise_floors(floors) -> None:
               "a prediction for a later run on that machine cannot be checked more closely")
 
 
-def _fit(args, frame):
-    from ..analysis import MODELS, AnalysisError, fit_results, model_parameters
-
-    models = comma_list(args.models) if args.models else None  # None: each series' device's candidates
-    unknown = []
-    for model in models or ():
-        try:
-            model_parameters(model)
-        except AnalysisError:
-            unknown.append(model)
-    if unknown:
-        raise AnalysisError(f"unknown models {unknown}; expected some of {list(MODELS)} "
-                            "or roofline+ any of hockney, cache, ramp, split, overlap, gemm")
+def _progress(args):
+    """The fits' progress bar, when one is wanted (a terminal, or --progress), else None."""
     from ..progress import progress_bar, wants_progress
 
-    progress = None
-    if wants_progress(quiet=args.quiet, asked=args.progress):
-        def progress(costs):
-            return progress_bar(costs, desc="fitting")
-
-    fits = fit_results(frame, models, n_boot=args.n_boot, seed=args.seed, progress=progress,
-                       bootstrap=args.bootstrap, statistic=args.statistic)
-    return fits
+    if not wants_progress(quiet=args.quiet, asked=args.progress):
+        return None
+    return lambda costs: progress_bar(costs, desc="fitting")
 
 
 def _parameters(fit):
     """``fit``'s parameters checked against its device's peaks (``peak``, ``above_peak``)."""
-    from ..peaks import check_parameters
+    from ..fit.peaks import check_parameters
 
     return check_parameters(fit.parameters(), fit.peaks)
 
 
-def _load(args, **filters):
-    from ..analysis import AnalysisError
-    from ..results import load_results
-
-    frame = load_results(args.results, raw=True, drop_drifted=getattr(args, "drop_drifted", False))
-    for column, value in filters.items():
-        frame = frame[frame[column] == value]
-    if frame.empty:
-        where = ", ".join(f"{k}={v}" for k, v in filters.items())
-        paths = ", ".join(map(str, args.results))
-        raise AnalysisError(f"no measured points in {paths}" + (f" with {where}" if where else ""))
-    return frame
+def _warn(lines) -> None:
+    for line in lines:
+        sys.stderr.write(f"crossover: warning: {line}\n")
 
 
 # ------------------------------------------------------------------------------------------- fit
@@ -143,18 +108,15 @@ def add_fit(sub) -> None:
     p.set_defaults(func=_cmd_fit)
 
 
-def _warn_mixed_speeds(frame) -> None:
-    """Say on stderr where a series pools runs measured at different speeds (crossover.drift.run_levels)."""
-    from ..drift import mixed_speed_warnings
-
-    for line in mixed_speed_warnings(frame):
-        sys.stderr.write(f"crossover: warning: {line}\n")
-
-
 def _cmd_fit(args) -> int:
-    frame = _load(args)
-    _warn_mixed_speeds(frame)
-    fits = _fit(args, frame)
+    from ..analysis.decision import fit_for_decision, load_points
+    from ..results.drift import mixed_speed_warnings
+
+    frame = load_points(args.results, drop_drifted=args.drop_drifted)
+    _warn(mixed_speed_warnings(frame))
+    fits = fit_for_decision(frame, comma_list(args.models) if args.models else None, n_boot=args.n_boot,
+                            seed=args.seed, bootstrap=args.bootstrap, statistic=args.statistic,
+                            progress=_progress(args))
     floors = _noise_floors(args)
     if args.json:
         skipped = [dict(series=label, id=fits.skipped_ids[label], reason=reason) for label, reason in fits.skipped.items()]
@@ -233,7 +195,7 @@ def _print_series(fits, fit) -> None:
     if fit.cv.empty:
         print("  (no cross-validation folds)\n")
         return
-    from ..validation import selection_score
+    from ..fit.validation import selection_score
 
     axes = list(dict.fromkeys(fit.cv["axis"]))
     width = max(28, *(len(m) for m in fit.cv["model"]))
@@ -261,7 +223,7 @@ def _print_series(fits, fit) -> None:
 # --------------------------------------------------------------------------------------- predict
 def add_predict(sub) -> None:
     """Register ``crossover predict``."""
-    from ..choices import DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+    from ..axes import DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
 
     p = sub.add_parser(
         "predict",
@@ -303,30 +265,21 @@ def _cmd_predict(args) -> int:
         raise UsageError("predict needs --d-model and --n-layers (the toy model), or --model FILE.py:FACTORY "
                          "with --input-shape (your own model)")
     args.batch_size = batch_sizes(args, single=True)[0]
-    from ..analysis import predict
-    from ..crossovers import reported_series
+    from ..analysis.decision import decide
 
     wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
                   transfer=args.transfer)
-    machine = {"machine": args.machine} if args.machine else {}
-    # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
-    frame = _load(args, **machine, **wanted)
-    reported = reported_series(frame)
-    _warn_mixed_speeds(reported)
-    fits = _fit(args, reported)
-    result = predict(fits, args.d_model, args.n_layers, args.batch_size, axis=args.along, **wanted)
-    _add_paired_rounds(args, fits, result, frame)
-    result["noise_floors"] = _noise_floors(args)
-    result["decisions"] = _decisions(args, fits, result)
-    for item in result["devices"]:
-        table = _parameters(fits[item["series"]])
-        item["unidentified_parameters"] = [row.param for row in table.itertuples() if not row.identified]
-        item["impossible_parameters"] = [row.param for row in table.itertuples() if row.above_peak]
+    decision = decide(args.results, d_model=args.d_model, n_layers=args.n_layers, batch_size=args.batch_size,
+                      along=args.along, machine=args.machine, models=comma_list(args.models) if args.models else None,
+                      n_boot=args.n_boot, seed=args.seed, bootstrap=args.bootstrap, statistic=args.statistic,
+                      drop_drifted=args.drop_drifted, progress=_progress(args), **wanted)
+    _warn(decision.warnings)
     if args.json:
-        print_json({"schema": PREDICT_SCHEMA, "results": [str(p) for p in args.results], **result})
+        print_json(decision.to_json())
         return 0
-    for decision in result["decisions"]:
-        print(decision["text"])
+    result = decision.payload
+    for item in result["decisions"]:
+        print(item["text"])
     statistic = STATISTICS[args.statistic].label
     print(f"d_model={args.d_model} n_layers={args.n_layers} batch_size={args.batch_size} "
           f"({', '.join(wanted.values())}; latency = {statistic})")
@@ -338,7 +291,7 @@ def _cmd_predict(args) -> int:
                   for item in result["devices"]])
     print("  (CI: bootstrap interval of the fitted curve; PI: where a new measurement in the fitted run's "
           "conditions may land, from the errors on each measured size, and each interior axis value, left out)")
-    from ..latency_models import PARAMS
+    from ..fit.latency_models import PARAMS
 
     for item in result["devices"]:
         unknown = [PARAMS[p].label + (" (impossible)" if p in item["impossible_parameters"] else "")
@@ -366,67 +319,3 @@ def _cmd_predict(args) -> int:
             print(f"  measured, round by round: {c['paired_rounds']['text']}")
     _print_noise_floors(result["noise_floors"])
     return 0
-
-
-#: A winner is "too close to call" unless it wins in at least this share of bootstrap resamples.
-DECISIVE_SHARE = 0.9
-
-
-def _decisions(args, fits, result) -> list:
-    """One decision per CPU/GPU pair, first: which device to use up to where, or "too close to call"
-    at the asked size when neither wins in :data:`DECISIVE_SHARE` of the bootstrap resamples."""
-    import numpy as np
-
-    decisions = []
-    size = {"d_model": args.d_model, "n_layers": args.n_layers, "batch_size": args.batch_size}
-    for c in result.get("crossovers") or []:
-        a, b = (fits[label] for label in c["between"])
-        cpu, gpu = (a, b) if a.key["device"] == "cpu" else (b, a)
-        name = {id(cpu): f"the CPU ({cpu.label})", id(gpu): f"the GPU ({gpu.label})"}
-        share = None
-        if cpu.draws is not None and gpu.draws is not None:
-            t_cpu = np.asarray(cpu.latency_s(**size, draws=True), float).ravel()
-            t_gpu = np.asarray(gpu.latency_s(**size, draws=True), float).ravel()
-            n = min(len(t_cpu), len(t_gpu))
-            share = float(np.mean(t_cpu[:n] < t_gpu[:n])) if n else None
-        axis = c["axis"].replace("_", " ")
-        at = size[c["axis"]]
-        if share is not None and 1 - DECISIVE_SHARE < share < DECISIVE_SHARE:
-            text = (f"too close to call at {axis} {at}: the CPU ({cpu.label}) wins in {share:.0%} of bootstrap "
-                    f"resamples")
-        elif c["at"] is None:
-            winner = cpu if c["winner_everywhere"] == cpu.label else gpu
-            low, high = c["range"]
-            text = f"use {name[id(winner)]} at every {axis} from {low:g} to {high:g}"
-        else:
-            below = cpu if c["winner_below"] == cpu.label else gpu
-            above = gpu if below is cpu else cpu
-            text = (f"use {name[id(below)]} up to {axis} ~{c['at']:.0f} [{_number(c['low'])}, {_number(c['high'])}], "
-                    f"{name[id(above)]} above")
-        decisions.append(dict(between=c["between"], between_ids=c["between_ids"], cpu_wins_share=share, text=text))
-    return decisions
-
-
-def _add_paired_rounds(args, fits, result, frame) -> None:
-    """Beside each fitted crossover, the empirical one: the crossing of each round's paired curves
-    (see :mod:`crossover.paired`), where both series were measured in the same rounds along the axis
-    (``frame``: the loaded points, which say whether a machine's runs were paired at all)."""
-    from ..analysis import SERIES_KEYS
-    from ..paired import crossover_distribution
-    from ..results import load_results
-
-    crossovers = [c for c in [result.get("crossover")] + list(result.get("crossovers") or []) if c]
-    paired_machines = set(frame.loc[frame["sequence"].notna(), "machine"]) if "sequence" in frame else set()
-    rounds = None
-    for c in crossovers:
-        if "paired_rounds" in c:
-            continue
-        a, b = (fits[label].key for label in c["between"])
-        if a["machine"] != b["machine"] or a["machine"] not in paired_machines:
-            c["paired_rounds"] = None  # other machines, or runs measured before pairing: no paired round
-            continue
-        if rounds is None:
-            rounds = load_results(args.results, combine_rounds=False)
-        dist = crossover_distribution(rounds, {k: a[k] for k in SERIES_KEYS}, {k: b[k] for k in SERIES_KEYS},
-                                      along=c["axis"], fixed={k: v for k, v in c["fixed"].items() if v is not None})
-        c["paired_rounds"] = dict(dist.to_dict(), text=dist.describe()) if dist.n_rounds else None

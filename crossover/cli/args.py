@@ -2,7 +2,7 @@
 shipped results path.
 
 Each argument type is defined once here and used by every parser of the package (the ``crossover``
-subcommands and ``python -m crossover.paper_numbers``' options), so a bad value reads the same
+subcommands and ``python -m crossover.paper.numbers``' options), so a bad value reads the same
 everywhere: ``crossover: error: argument --d-model: must be a positive integer, got '0'``.
 """
 
@@ -13,7 +13,7 @@ import json
 import math
 from typing import Optional
 
-from ..shipped import shipped_results_dir
+from ..shipped_data import shipped_results_dir
 
 __all__ = [
     "DEFAULT_RESULTS",
@@ -33,7 +33,7 @@ __all__ = [
 EXIT_USAGE = 2
 
 #: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the
-#: package's copy after a wheel install (:func:`crossover.shipped.shipped_results_dir`).
+#: package's copy after a wheel install (:func:`crossover.shipped_data.shipped_results_dir`).
 DEFAULT_RESULTS = shipped_results_dir()
 
 
@@ -104,25 +104,9 @@ def comma_list(text: Optional[str]) -> Optional[tuple]:
 
 
 # ------------------------------------------------------------------------------------ JSON output
-def _json_default(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    return str(value)
-
-
-def _nan_to_none(data):
-    if isinstance(data, dict):
-        return {k: _nan_to_none(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_nan_to_none(v) for v in data]
-    if isinstance(data, float) and not math.isfinite(data):
-        return None
-    return data
-
-
 def print_json(data) -> None:
-    """Print ``data`` as indented JSON: NaN and infinities become null, numpy scalars numbers, anything
-    else its ``str``."""
-    print(json.dumps(_nan_to_none(data), indent=2, default=_json_default))
+    """Print ``data`` as indented JSON (:func:`crossover.jsonable.to_jsonable`: NaN and infinities
+    become null, numpy scalars numbers, anything else its ``str``)."""
+    from ..jsonable import to_jsonable
+
+    print(json.dumps(to_jsonable(data), indent=2))

@@ -14,7 +14,7 @@ EXIT_SLOWER = 1
 
 def add_compare(sub) -> None:
     """Register ``crossover compare``."""
-    from ..statistics import STATISTICS
+    from ..results.statistics import STATISTICS
 
     p = sub.add_parser(
         "compare",
@@ -43,8 +43,8 @@ def add_compare(sub) -> None:
 
 
 def _cmd_compare(args) -> int:
-    from ..compare import compare_results, summarise
-    from ..results import load_results
+    from ..results.compare import compare_results, summarise
+    from ..results.store import load_results
     from ..units import format_seconds
 
     a, b = load_results(args.a, raw=True), load_results(args.b, raw=True)

@@ -1,5 +1,5 @@
 """The ``crossover export`` subcommand: a results directory's raw repeats as pyperf JSON, Parquet or
-torch Measurements (the conversions are :mod:`crossover.export`)."""
+torch Measurements (the conversions are :mod:`crossover.results.export`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ pyperf and parquet need the optional extra: pip install 'crossover[export]'."""
 
 def add_export(sub) -> None:
     """Register ``crossover export``."""
-    from ..export import FORMATS
+    from ..results.export import FORMATS
 
     p = sub.add_parser(
         "export",
@@ -45,7 +45,7 @@ def add_export(sub) -> None:
 
 
 def _cmd_export(args) -> int:
-    from ..export import load_for_export, write_export
+    from ..results.export import load_for_export, write_export
 
     frame = load_for_export(args.results)
     path = write_export(frame, args.fmt, args.out)

@@ -1,6 +1,6 @@
 """The drawing subcommands: ``crossover figures`` (every figure the results allow, see
-:mod:`crossover.figures`) and ``crossover diagram`` (the model drawn by torchview, see
-:mod:`crossover.diagram`)."""
+:mod:`crossover.plots.figures`) and ``crossover diagram`` (the model drawn by torchview, see
+:mod:`crossover.plots.diagram`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["add_figures", "add_diagram"]
 # ---------------------------------------------------------------------------------------- figures
 def add_figures(sub) -> None:
     """Register ``crossover figures``."""
-    from ..figures import FIT_MODEL
+    from ..plots.figures import FIT_MODEL
 
     p = sub.add_parser(
         "figures",
@@ -37,7 +37,7 @@ def add_figures(sub) -> None:
 
 
 def _cmd_figures(args) -> int:
-    from ..figures import make_figures
+    from ..plots.figures import make_figures
 
     start = time.perf_counter()
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
@@ -49,7 +49,7 @@ def _cmd_figures(args) -> int:
 # ---------------------------------------------------------------------------------------- diagram
 def add_diagram(sub) -> None:
     """Register ``crossover diagram``."""
-    from ..diagram import FORMATS
+    from ..plots.diagram import FORMATS
 
     p = sub.add_parser(
         "diagram",
@@ -68,7 +68,7 @@ def add_diagram(sub) -> None:
 
 
 def _cmd_diagram(args) -> int:
-    from ..diagram import draw_diagram
+    from ..plots.diagram import draw_diagram
 
     start = time.perf_counter()
     paths = draw_diagram(args.out, d_model=args.d_model, n_layers=args.n_layers, formats=args.formats)

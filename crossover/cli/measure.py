@@ -11,7 +11,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..choices import DEFAULT_ROUNDS
+from ..axes import DEFAULT_ROUNDS
 from ..units import format_quantity, format_range, format_seconds
 from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
                    positive_int_list, print_json)
@@ -23,7 +23,7 @@ __all__ = ["add_measure", "add_sweep", "add_noise", "add_env"]
 # --------------------------------------------------------------------------------------- measure
 def add_measure(sub) -> None:
     """Register ``crossover measure``."""
-    from ..choices import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
+    from ..axes import DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
 
     p = sub.add_parser(
         "measure",
@@ -66,8 +66,8 @@ def add_measure(sub) -> None:
 
 
 def _cmd_measure(args) -> int:
-    from ..measurement import Config, measure
-    from ..timing import TimerOptions
+    from ..measurement.toy_step import Config, measure
+    from ..measurement.timer import TimerOptions
 
     if args.model:
         return cmd_measure_model(args)
@@ -91,7 +91,7 @@ def _cmd_measure(args) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    from ..busy import check_machine
+    from ..measurement.machine_load import check_machine
     from ..errors import BusyMachineError
 
     threads = config.threads or _usable_cores()
@@ -138,7 +138,7 @@ def _cmd_measure(args) -> int:
 
 
 def _usable_cores() -> int:
-    from ..env import usable_cores
+    from ..measurement.procfs import usable_cores
 
     return usable_cores()
 
@@ -177,15 +177,15 @@ def add_sweep(sub) -> None:
 
 
 def _cmd_sweep(args) -> int:
-    from ..suites import load_suite
-    from ..sweep import resolve_devices, run_suite, select_sweeps
+    from ..measurement.suites import load_suite
+    from ..measurement.sweep import resolve_devices, run_suite, select_sweeps
 
     suite = select_sweeps(load_suite(args.suite), comma_list(args.only))
     if args.seed is not None:
         suite = dataclasses.replace(suite, seed=args.seed)
     devices = resolve_devices(suite, comma_list(args.devices))
     if args.dry_run:
-        from ..sweep import plan_rounds
+        from ..measurement.sweep import plan_rounds
 
         points = suite.points(devices)
         plan = plan_rounds(points, seed=suite.seed, pair_by=suite.pair_by,
@@ -246,10 +246,10 @@ def add_noise(sub) -> None:
 def _cmd_noise(args) -> int:
     from dataclasses import replace
 
-    from ..env import machine_label
-    from ..noise import (DEFAULT_SPAN_S, LEGACY, SHORT_ROUNDS, measure_noise, noise_summary, run_to_run, spread,
-                         window_estimates, write_noise)
-    from ..sweep import Progress
+    from ..measurement.environment import machine_label
+    from ..measurement.noise import (DEFAULT_SPAN_S, LEGACY, SHORT_ROUNDS, measure_noise, noise_summary,
+                                     run_to_run, spread, window_estimates, write_noise)
+    from ..measurement.sweep import Progress
 
     protocol = SHORT_ROUNDS if args.protocol == "short-rounds" else LEGACY
     if args.rounds:
@@ -316,7 +316,7 @@ def _env_lines(env: dict, indent: int = 0) -> list:
 
 
 def _cmd_env(args) -> int:
-    from ..env import environment
+    from ..measurement.environment import environment
 
     env = environment(full=args.full)
     if args.json:

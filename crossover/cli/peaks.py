@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .args import UsageError, comma_list, print_json
+from ..units import format_quantity, format_seconds
 
 __all__ = ["add_peaks"]
 
@@ -32,15 +33,14 @@ def add_peaks(sub) -> None:
 
 
 def _cmd_peaks(args) -> int:
-    from ..env import machine_label
-    from ..peaks import measure_peaks, read_peaks, write_peaks
+    from ..measurement.environment import machine_label
+    from ..fit.peaks import measure_peaks, read_peaks, write_peaks
 
     devices = comma_list(args.devices)
-    if any(d.startswith("cuda") for d in devices):
-        import torch
+    from ..measurement.environment import require_device
 
-        if not torch.cuda.is_available():
-            raise UsageError("--devices cuda: CUDA is not available on this machine")
+    for device in devices:
+        require_device(device)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is not a directory")
     gpu_sizes, cpu_sizes = (256, 512, 1024, 2048, 4096), (256, 512, 1024)
@@ -55,9 +55,10 @@ def _cmd_peaks(args) -> int:
                     "out": None if args.out is None else str(args.out)})
         return 0
     for device, p in peaks.items():
-        print(f"{device} ({p['threads']} threads): streaming {p['dram_bytes_per_s'] / 1e9:.1f} GB/s, in cache "
-              f"{p['cache_bytes_per_s'] / 1e9:.1f} GB/s (bytes read + written per second of a copy), "
-              f"matrix products {p['flops_per_s'] / 1e9:.1f} GFLOP/s, a tiny op {p['dispatch_s'] * 1e6:.2f} µs")
+        print(f"{device} ({p['threads']} threads): streaming {format_quantity(p['dram_bytes_per_s'], 'B/s')}, "
+              f"in cache {format_quantity(p['cache_bytes_per_s'], 'B/s')} (bytes read + written per second of a "
+              f"copy), matrix products {format_quantity(p['flops_per_s'], 'FLOP/s')}, a tiny op "
+              f"{format_seconds(p['dispatch_s'])}")
     if args.out is not None:
         print(f"stored in {args.out / 'peaks.json'}")
     return 0

@@ -2,7 +2,7 @@
 ``predict``.
 
 ``measure --model FILE.py:FACTORY`` and ``predict --model ...`` switch those subcommands from the toy
-model to the user's own (:mod:`crossover.user_model`): :func:`add_model_options` adds the options to
+model to the user's own (:mod:`crossover.measurement.user_module`): :func:`add_model_options` adds the options to
 their parsers, and their commands hand over to :func:`cmd_measure_model` and :func:`cmd_predict_model`
 when ``--model`` is given. Errors are one line and exit status 2 (a missing file or factory, a
 factory that returns no module, an input shape the model rejects, a missing profile).
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..units import format_seconds
+from ..units import format_quantity, format_seconds
 from .args import UsageError, non_negative_int, positive_int, print_json
 
 __all__ = ["add_model_options", "add_calibrate", "cmd_measure_model", "cmd_predict_model", "batch_sizes",
-           "PREDICT_MODEL_SCHEMA", "MEASURE_MODEL_SCHEMA"]
+           "MEASURE_MODEL_SCHEMA"]
 
-PREDICT_MODEL_SCHEMA = {"name": "crossover.predict_model", "version": 1}
 MEASURE_MODEL_SCHEMA = {"name": "crossover.measure_model", "version": 1}
 
 
@@ -42,7 +41,7 @@ def batch_sizes(args, *, single: bool) -> tuple:
 
 
 def _model_and_shape(args):
-    from ..user_model import build_model, input_dtype, parse_input_shape
+    from ..measurement.user_module import build_model, input_dtype, parse_input_shape
 
     if not args.input_shape:
         raise UsageError("--model needs --input-shape (one sample's shape, e.g. 3,32,32)")
@@ -56,15 +55,15 @@ def _check_traces(model, shape, dtype, batch_size: int, workload: str) -> None:
     import torch
 
     from ..errors import TraceError
-    from ..module_predict import model_mode
-    from ..trace import trace_module
+    from ..opcost.module_predict import model_mode
+    from ..opcost.trace import trace_module
 
     example = torch.empty((batch_size, *shape), dtype=dtype, device="meta")
     try:
         with model_mode(model, workload == "train"):
             trace_module(model, example, workload)
     except TraceError as error:
-        from ..module_measure import example_input
+        from ..measurement.module_rounds import example_input
 
         try:  # the model may run where tracing cannot (a data-dependent op): then measure it anyway
             with torch.no_grad():
@@ -78,11 +77,11 @@ def cmd_measure_model(args) -> int:
     """``crossover measure --model``: time the user's model at each batch size, in interleaved rounds."""
     import sys
 
-    from ..busy import check_machine
-    from ..env import cpu_model_name, cuda_available, usable_cores
-    from ..errors import ConfigError
-    from ..measurement import _num_threads
-    from ..module_measure import measure_module
+    from ..measurement.machine_load import check_machine
+    from ..measurement.environment import device_name, require_device
+    from ..measurement.procfs import usable_cores
+    from ..measurement.toy_step import num_threads
+    from ..measurement.module_rounds import measure_module
     from ..progress import Progress
 
     for name, default in (("mode", "eager"), ("dtype", "float32"), ("transfer", "device"), ("regime", "latency")):
@@ -90,8 +89,7 @@ def cmd_measure_model(args) -> int:
             raise UsageError(f"--{name} {getattr(args, name)} is not supported with --model")
     if args.profile or args.raw:
         raise UsageError("--profile and --raw are not supported with --model")
-    if args.device == "cuda" and not cuda_available():
-        raise ConfigError("device 'cuda' requested but CUDA is not available on this machine")
+    require_device(args.device)
     model, shape, dtype = _model_and_shape(args)
     sizes = batch_sizes(args, single=False)
     _check_traces(model, shape, dtype, sizes[0], args.workload)
@@ -101,19 +99,19 @@ def cmd_measure_model(args) -> int:
 
         raise BusyMachineError(f"refusing to measure (--strict): {before.warnings[0]}")
     bar = Progress(args.rounds * len(sizes), enabled=not args.json and sys.stderr.isatty())
-    with _num_threads(args.threads) as threads:
+    with num_threads(args.threads) as threads:
         frame = measure_module(model, shape, sizes, device=args.device, workload=args.workload, dtype=dtype,
                                rounds=args.rounds, on_progress=bar.update)
     bar.close()
-    device_name = cpu_model_name() if args.device == "cpu" else _gpu_name()
+    name = device_name(args.device)
     points = frame.drop(columns=["elapsed_s"]).to_dict("records")
     if args.json:
         print_json({"schema": MEASURE_MODEL_SCHEMA, "model": args.model, "input_shape": list(shape),
                     "input_dtype": args.input_dtype, "workload": args.workload, "device": args.device,
-                    "device_name": device_name, "threads": threads, "rounds": args.rounds, "statistic": "p10",
+                    "device_name": name, "threads": threads, "rounds": args.rounds, "statistic": "p10",
                     "points": points, "warnings": list(before.warnings)})
         return 0
-    print(f"{args.device} ({device_name}), {threads} threads: {args.model}, input {'x'.join(map(str, shape))}, "
+    print(f"{args.device} ({name}), {threads} threads: {args.model}, input {'x'.join(map(str, shape))}, "
           f"{args.workload}; {args.rounds} interleaved rounds, latency = 10th percentile of the repeats")
     for row in points:
         print(f"  batch_size={row['batch_size']:<6d} latency {format_seconds(row['latency_s'], 4):>10s}  "
@@ -124,35 +122,25 @@ def cmd_measure_model(args) -> int:
     return 0
 
 
-def _gpu_name() -> str:
-    import torch
-
-    return torch.cuda.get_device_name(0)
-
-
 # ------------------------------------------------------------------------------------- predict
 def cmd_predict_model(args) -> int:
-    """``crossover predict --model``: predicted latency per calibrated device, the crossover, what dominates."""
+    """``crossover predict --model``: predicted latency per calibrated device, the crossover, what dominates
+    (computed by :func:`crossover.analysis.decision.decide`; this only formats it)."""
     import sys
-    import warnings
 
-    from ..module_predict import predict_module
-    from ..profiles import load_profiles
+    from ..analysis.decision import decide
+    from ..measurement.user_module import parse_input_shape
 
-    model, shape, dtype = _model_and_shape(args)
+    if not args.input_shape:
+        raise UsageError("--model needs --input-shape (one sample's shape, e.g. 3,32,32)")
+    shape = parse_input_shape(args.input_shape)
     sizes = batch_sizes(args, single=False)
-    profiles = load_profiles(args.profiles)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # reported below, once
-        frame = predict_module(model, sample_shape=shape, batch_sizes=sizes, profiles=profiles,
-                               workload=args.workload, input_dtype=dtype, transfer=args.transfer_input, warn=False)
-    notes = list(dict.fromkeys(w for ws in frame["warnings"] for w in ws))
+    decision = decide(model=args.model, input_shape=shape, batch_size=list(sizes), workload=args.workload,
+                      input_dtype=args.input_dtype, profiles=args.profiles, transfer_input=args.transfer_input)
     if args.json:
-        print_json({"schema": PREDICT_MODEL_SCHEMA, "model": args.model, "input_shape": list(shape),
-                    "input_dtype": args.input_dtype, "workload": args.workload,
-                    "profiles": [p.path for p in profiles], "devices": frame.to_dict("records"),
-                    "crossover": frame.attrs["crossover"], "crossovers": frame.attrs["crossovers"], "warnings": notes})
+        print_json(decision.to_json())
         return 0
+    frame, notes = decision.frame, decision.warnings
     print(f"{args.model}, input {'x'.join(map(str, shape))}, {args.workload}: predicted from the calibration profiles")
     for row in frame.itertuples():
         top = ", ".join(f"{op['op'].replace('aten.', '').replace('.default', '')} {op['share']:.0%}"
@@ -222,8 +210,8 @@ def _cmd_calibrate(args) -> int:
     import dataclasses
     import sys
 
-    from ..calibrate import run_calibration
-    from ..calibration_plan import PLANS, points
+    from ..opcost.calibrate import run_calibration
+    from ..opcost.calibration_plan import PLANS, points
     from ..progress import Progress, wants_progress
 
     plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
@@ -241,15 +229,15 @@ def _cmd_calibrate(args) -> int:
     print(f"{profile.label}: {plan.name} calibration, {plan.rounds} rounds, {profile.threads} threads, "
           f"in {format_seconds(profile.meta['elapsed_s'])} -> {args.out / 'profile.json'}")
     print(f"  dispatch {format_seconds(o['dispatch_s'])}, view {format_seconds(o['view_s'])}, module call "
-          f"{format_seconds(o['module_call_s'])}; peak {profile.peak_flop_rate / 1e9:.1f} GFLOP/s, "
-          f"{profile.peak_bandwidth / 1e9:.1f} GB/s; noise floor {profile.noise_floor_rel:.1%}")
+          f"{format_seconds(o['module_call_s'])}; peak {format_quantity(profile.peak_flop_rate, 'FLOP/s')}, "
+          f"{format_quantity(profile.peak_bandwidth, 'B/s')}; noise floor {profile.noise_floor_rel:.1%}")
     if profile.meta.get("composition_fit") is not None:
         references = profile.meta.get("reference_models") or [{}]
         how = "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out"
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
-              f"host event; page faults {o.get('fresh_byte_s', 0.0) * 1e9:.2f} ns/B; reference steps predicted "
+              f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how})")
     if profile.meta.get("drifted_rounds"):
         print(f"  rounds left out (drift reference > 25% above its quiet level): {profile.meta['drifted_rounds']}",

@@ -1,0 +1,163 @@
+"""The reference study's choices, in one place: which rows form the baseline, which machine is the
+host, how the baseline series are fitted (statistic, bootstrap size, seeds).
+
+The paper's numbers (:mod:`crossover.paper.numbers`) and its figures (:mod:`crossover.plots.figures`) read
+the same results the same way through these functions, so the text and the figures quote the same
+fits and intervals:
+
+- :func:`main_runs`: per machine and device, the one results directory holding most of its points;
+- :func:`baseline_rows`: the :data:`BASELINE` setting at each device's usual thread count;
+- :func:`host_machine`: the machine whose CPU and GPU were both measured;
+- :func:`assign_roles`: the series by role (``Vm``, ``Host``, ``Cuda``, ``VmB``, ...);
+- :func:`fit_baseline`: each role's baseline series fitted with :data:`PAPER_STATISTIC` and
+  :data:`N_BOOT` bootstrap resamples, seeded by the series' label
+  (:func:`crossover.fit.series_fit.series_seed`, as every entry point seeds it).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..fit.series_fit import fit_series, series_seed
+from ..fit.validation import candidate_models
+
+__all__ = [
+    "BASELINE", "ANCHOR", "N_BOOT", "PAPER_STATISTIC", "ROLES",
+    "main_runs", "baseline_rows", "host_machine", "assign_roles", "fit_baseline",
+]
+
+#: The setting the paper's main fits and crossovers use (besides each device's usual thread count).
+BASELINE = dict(workload="forward", mode="eager", dtype="float32", regime="latency", transfer="device")
+#: The anchor configuration of every sweep (DESIGN: defaults when an axis is not swept).
+ANCHOR = dict(d_model=128, n_layers=128, batch_size=1)
+#: Bootstrap resamples per fit of the study (the paper's intervals and the figures' crossovers).
+N_BOOT = 100
+#: The statistic the paper's (and its figures') fits read: the median of rounds, as in the first
+#: edition, whose text compares it with the 10th percentile (the tool's default) where that matters;
+#: ``crossover predict --statistic median`` quotes the same fits.
+PAPER_STATISTIC = "median"
+#: Roles the paper's text refers to: ``Vm`` the CPU of a machine without a GPU, ``Host`` the CPU of
+#: the host machine (:func:`host_machine`), ``Cuda`` its GPU.
+ROLES = ("Vm", "Host", "Cuda")
+
+
+def main_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (machine, device), the rows of the results directory holding most of its points (so a
+    quick run beside a paper run of the same machine is not mixed in)."""
+    if frame.empty or "results_dir" not in frame:
+        return frame
+    keep = []
+    for _, rows in frame.groupby(["machine", "device"], sort=True):
+        best = rows["results_dir"].value_counts().idxmax()
+        keep.append(rows[rows["results_dir"] == best])
+    return pd.concat(keep, ignore_index=True)
+
+
+def usual_threads(frame: pd.DataFrame) -> dict:
+    """(machine, device) -> its most frequent thread count (-1 for rows without one)."""
+    out = {}
+    for (machine, device), rows in frame.groupby(["machine", "device"]):
+        threads = rows["threads"].astype("float").fillna(-1)
+        out[(machine, device)] = threads.value_counts().idxmax()
+    return out
+
+
+def baseline_rows(frame: pd.DataFrame, *, free: Sequence[str] = (), **override) -> pd.DataFrame:
+    """Rows at :data:`BASELINE` (with ``override``) at each device's usual thread count; the
+    columns named in ``free`` may take any value (``free=("mode",)``: every execution mode).
+
+    Idempotent: the baseline rows of baseline rows are the same rows.
+    """
+    if frame.empty:
+        return frame
+    wanted = {k: v for k, v in {**BASELINE, **override}.items() if k not in free}
+    mask = np.ones(len(frame), bool)
+    for column, value in wanted.items():
+        mask &= (frame[column] == value).to_numpy()
+    usual = usual_threads(frame)
+    threads = frame["threads"].astype("float").fillna(-1).to_numpy()
+    mask &= np.array([threads[i] == usual[(m, d)] for i, (m, d) in enumerate(zip(frame["machine"], frame["device"]))])
+    return frame[mask]
+
+
+def _is_gpu(devices: pd.Series) -> pd.Series:
+    return devices.astype(str).str.startswith("cuda")
+
+
+def host_machine(frame: pd.DataFrame) -> Optional[str]:
+    """The host: the machine whose CPU and GPU were both measured in the baseline setting.
+
+    With several such machines, the one with the most baseline rows (ties: the first by name); None
+    when no machine has both. The rule reads :func:`baseline_rows` of ``frame``, so it gives the
+    same answer for a results frame (after :func:`main_runs`) and for its baseline rows.
+    """
+    base = baseline_rows(frame)
+    if base.empty:
+        return None
+    table = base.assign(gpu=_is_gpu(base["device"])).groupby("machine", sort=True)["gpu"].agg(["any", "all", "size"])
+    both = table[table["any"] & ~table["all"]]
+    return None if both.empty else str(both["size"].idxmax())
+
+
+def assign_roles(frame: pd.DataFrame) -> dict:
+    """Role tag (``Vm``, ``Host``, ``Cuda``, ``VmB``, ...) -> (machine, device) present in ``frame``.
+
+    CPU-only machines are ``Vm``, ``VmB``, ... by name. Machines with a GPU are ``Cuda`` (and
+    ``Host`` for their CPU, if measured), ``CudaB``/``HostB``, ...: the :func:`host_machine` first,
+    then the others by name.
+    """
+    roles = {}
+    machines = sorted(frame["machine"].unique())
+    gpu = [m for m in machines if _is_gpu(frame.loc[frame["machine"] == m, "device"]).any()]
+    host = host_machine(frame)
+    if host in gpu:
+        gpu = [host] + [m for m in gpu if m != host]
+    cpu_only = [m for m in machines if m not in gpu]
+    suffix = lambda i: "" if i == 0 else chr(ord("A") + i)  # noqa: E731 - "", B, C, ...
+    for i, machine in enumerate(cpu_only):
+        roles["Vm" + suffix(i)] = (machine, "cpu")
+    for i, machine in enumerate(gpu):
+        devices = sorted(frame.loc[frame["machine"] == machine, "device"].unique())
+        if "cpu" in devices:
+            roles["Host" + suffix(i)] = (machine, "cpu")
+        roles["Cuda" + suffix(i)] = (machine, next(d for d in devices if str(d).startswith("cuda")))
+    return roles
+
+
+def _fit_one(args):
+    rows, models, n_boot, seed, label, statistic = args
+    return fit_series(rows, models, n_boot=n_boot, seed=seed, label=label, statistic=statistic)
+
+
+def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
+                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
+                 extra_models: Sequence[str] = ()) -> dict:
+    """Role -> :class:`crossover.fit.series_fit.SeriesFit` of its baseline series (None: too few points).
+
+    Every role is fitted with the candidate ``models`` (default: its series',
+    :func:`crossover.fit.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
+    resamples seeded by the series' label (``machine/device``) and each point's latency
+    ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results).
+    """
+    base = baseline_rows(frame)
+    tasks, names = [], []
+    for role, (machine, device) in sorted(roles.items()):
+        rows = base[(base["machine"] == machine) & (base["device"] == device)]
+        if len(rows) >= min_points:
+            label = f"{machine}/{device}"  # seeded by its label, as every entry point seeds it: same draws
+            candidates = tuple(models) if models else candidate_models(rows)
+            tasks.append((rows.reset_index(drop=True), candidates + tuple(extra_models), n_boot,
+                          series_seed(label, seed), label, statistic))
+            names.append(role)
+    fits = dict.fromkeys(roles)
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            results = list(pool.map(_fit_one, tasks))
+    else:
+        results = [_fit_one(t) for t in tasks]
+    fits.update(zip(names, results))
+    return fits

@@ -1,0 +1,196 @@
+"""The toy model's step costed from a device's calibration: what the ``calibrated`` latency model scales.
+
+A smooth latency form (:mod:`crossover.fit.latency_models`' rooflines) cannot follow a BLAS's choice of
+kernel by shape; the calibration measured that shape directly (matrix products over a grid of
+``(M, K, N)``, hot and cold; elementwise ops by size; per-op dispatch). :func:`toy_parts` costs one
+step of :class:`crossover.measurement.toy_model.ResidualMLP` on a profile (:func:`crossover.opcost.module_predict.step_prediction`
+on its traced ops, once with the weights hot and once cold) and splits it into three parts:
+
+- ``floor``: what every op costs however small (dispatch), plus the host work no op records (module
+  calls, events);
+- ``memory``: the time beyond their floor of the ops the calibration costs by bytes (the toy model's
+  ReLU and residual add);
+- ``compute``: that of the matrix products, costed on the calibration's grids with the weights hot or
+  cold (a matrix-vector product's weight streaming included: the grid measured it).
+
+The ``calibrated`` latency model fits how much each part costs inside a sweep's steps relative to the
+calibration's tight loops, and where the weights stop being warm (see
+:func:`crossover.fit.latency_models.evaluate`). A step is a sum over layers on a CPU, so the parts of
+``n_layers`` layers follow from those of one and two (traced on the meta device: nothing is allocated).
+
+On a GPU the step is ``max(host, device)``, not a sum of parts: the ``calibrated`` model is a CPU
+series' candidate only (:func:`calibration_for_rows`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..opcost.profiles import PROFILE_NAME, Profile, load_profile, shipped_profile_files
+from ..results.side_files import side_files
+
+__all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "core_cache_bytes",
+           "calibration_for_rows", "resolve_calibration", "profile_digest", "NEEDS_CALIBRATION"]
+
+#: The three parts of a calibrated step.
+PARTS = ("floor", "memory", "compute")
+#: How the matrix products' weights are costed: the same weight every call, or cycled through DRAM.
+WARMTH = ("hot", "cold")
+_CACHE: dict = {}  # (profile token, d_model, batch_size, workload, dtype) -> {part name: (one layer, two layers)}
+
+
+def part_names() -> tuple:
+    """``("floor_hot_s", "memory_hot_s", ..., "compute_cold_s")``: the feature names of :func:`toy_parts`."""
+    return tuple(f"{part}_{warmth}_s" for warmth in WARMTH for part in PARTS)
+
+
+def _token(profile: Profile) -> tuple:
+    return (profile.path, profile.label) if profile.path else (id(profile), profile.label)
+
+
+def _one_and_two_layers(profile: Profile, d_model: int, batch_size: int, workload: str, dtype: str) -> dict:
+    """Each part's seconds for a ResidualMLP of one and of two layers (cached per profile and size)."""
+    key = (_token(profile), d_model, batch_size, workload, dtype)
+    if key in _CACHE:
+        return _CACHE[key]
+    import torch
+
+    from ..measurement.toy_model import ResidualMLP
+    from ..opcost.module_predict import step_prediction, trace_step
+
+    torch_dtype = getattr(torch, dtype)
+    out = {name: [0.0, 0.0] for name in part_names()}
+    for i, n_layers in enumerate((1, 2)):
+        model = ResidualMLP(d_model, n_layers, device="meta", dtype=torch_dtype)
+        table, calls = trace_step(model, (d_model,), batch_size, workload, torch_dtype)
+        rows = table.to_dict("records")
+        n_params = sum(1 for p in model.parameters() if p.requires_grad)
+        param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        for warmth in WARMTH:
+            step = step_prediction(profile, rows, module_calls=calls, n_params=n_params, param_bytes=param_bytes,
+                                   weights=warmth, top=0)
+            for part, share in zip(PARTS, ("launch_share", "memory_share", "compute_share")):
+                out[f"{part}_{warmth}_s"][i] = step["latency_s"] * step[share]
+    _CACHE[key] = out
+    return out
+
+
+def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "forward",
+              dtype: str = "float32") -> dict:
+    """Each part of one step of the toy model on ``profile``, its weights hot and cold.
+
+    Parameters
+    ----------
+    profile : Profile
+        A CPU profile (``crossover calibrate``).
+    d_model, n_layers, batch_size : int, float or arrays
+        The sizes (broadcast together); between integers, interpolated between the integers around.
+    workload : {"forward", "train"}
+    dtype : str
+        The weights' and input's dtype (``"float32"``, ``"float16"``, ``"bfloat16"``).
+
+    Returns
+    -------
+    dict
+        :func:`part_names` -> float array of seconds per step, broadcast over the sizes:
+        ``parts(L) = parts(1) + (L - 1) * (parts(2) - parts(1))``.
+
+    Raises
+    ------
+    ValueError
+        A GPU profile (its step is not a sum of parts).
+    """
+    if profile.device != "cpu":
+        raise ValueError(f"the calibrated toy model needs a CPU profile, not {profile.label}")
+    d, L, B = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (d_model, n_layers, batch_size)))
+    if not (np.all(d >= 1) and np.all(B >= 1)):
+        raise ValueError("d_model and batch_size must be at least 1")
+    out = {name: np.zeros(d.shape) for name in part_names()}
+    # A size between integers (a crossover's root finder asks for them) is interpolated between the
+    # integer sizes around it, bilinearly in (d_model, batch_size).
+    d0, B0 = np.floor(d), np.floor(B)
+    for d_corner, d_weight in ((d0, 1 - (d - d0)), (d0 + 1, d - d0)):
+        for B_corner, B_weight in ((B0, 1 - (B - B0)), (B0 + 1, B - B0)):
+            weight = d_weight * B_weight
+            for dv, bv in {(int(a), int(b)) for a, b, w in zip(d_corner.ravel(), B_corner.ravel(), weight.ravel()) if w > 0}:
+                where = (d_corner == dv) & (B_corner == bv) & (weight > 0)
+                for name, (one, two) in _one_and_two_layers(profile, dv, bv, workload, dtype).items():
+                    out[name][where] += weight[where] * (one + (L[where] - 1) * (two - one))
+    return out
+
+
+#: One core's private cache where a profile records none (profiles before ``cache_bytes``): 512 KiB,
+#: the L2 of AMD's Zen 2 and 3 cores (the VM's hosts differ: the shipped profiles record 1 MiB a core).
+DEFAULT_PRIVATE_CACHE_BYTES = 2**19
+
+
+def core_cache_bytes(profile: Profile) -> float:
+    """One core's private cache (bytes) on ``profile``'s machine.
+
+    ``crossover calibrate`` records the private caches of the threads it ran (``cache_bytes``, one L2
+    per thread, from sysfs) and the threads: their ratio. With no thread count, ``cache_bytes`` as
+    recorded; with neither, :data:`DEFAULT_PRIVATE_CACHE_BYTES`.
+    """
+    if profile.cache_bytes:
+        return float(profile.cache_bytes) / max(profile.threads or 1, 1)
+    return float(DEFAULT_PRIVATE_CACHE_BYTES)
+
+
+def profile_digest(profile: Optional[Profile]) -> str:
+    """A digest of the profile's file (what a fit on its features depends on); ``""`` for none."""
+    if profile is None:
+        return ""
+    if profile.path and Path(profile.path).is_file():
+        return hashlib.sha256(Path(profile.path).read_bytes()).hexdigest()
+    return repr(profile.to_json())
+
+
+#: Where a results directory keeps the calibration measured with it (``crossover calibrate --out RUN/calibration``).
+RUN_CALIBRATION_DIR = "calibration"
+#: What asking for the ``calibrated`` model without a calibration says.
+NEEDS_CALIBRATION = ("the 'calibrated' model needs a calibration profile of the series' machine: "
+                     f"'crossover calibrate --device cpu --out RESULTS/{RUN_CALIBRATION_DIR}' beside its results")
+
+
+def _candidates(frame) -> list:
+    """Profile files to try for rows: the run's own calibration, then shipped ones."""
+    directories = frame["results_dir"].dropna().unique() if "results_dir" in frame else []
+    files = side_files(directories, PROFILE_NAME) + shipped_profile_files()
+    return [f for f in dict.fromkeys(files) if f.is_file()]
+
+
+def calibration_for_rows(frame) -> Optional[Profile]:
+    """The CPU profile whose calibration costs these rows' steps, or None.
+
+    The first ``profile.json`` in their results directory's ``calibration/`` (the calibration measured
+    with the run: ``crossover calibrate --out RUN/calibration``), beside their results or in the
+    directory above, else among the shipped ones (``experiments/profiles``), whose machine and device are the rows' and whose thread count is
+    theirs (when both are known). Only CPU series get one (see the module docstring).
+    """
+    if frame.empty or not {"machine", "device"} <= set(frame.columns):
+        return None
+    first = frame.iloc[0]
+    if str(first["device"]) != "cpu":
+        return None
+    threads = int(first["threads"]) if "threads" in frame and np.isfinite(float(first["threads"] or np.nan)) else 0
+    for file in _candidates(frame):
+        try:
+            profile = load_profile(file)
+        except Exception:  # an unreadable profile is no calibration for these rows
+            continue
+        if (profile.machine, profile.device) == (str(first["machine"]), "cpu") and \
+                (not threads or not profile.threads or profile.threads == threads):
+            return profile
+    return None
+
+
+def resolve_calibration(calibration, frame) -> Optional[Profile]:
+    """``calibration`` itself, or :func:`calibration_for_rows` of ``frame`` where it is ``"auto"``."""
+    if isinstance(calibration, str) and calibration == "auto":
+        return calibration_for_rows(frame)
+    return calibration
+

@@ -1,0 +1,30 @@
+"""Any model's step costed op by op: trace it, calibrate a device's primitives, add up the costs.
+
+================  ====================================================================
+module            what it holds
+================  ====================================================================
+trace             one step of an nn.Module traced into ATen ops (FakeTensor, FLOP counts)
+calibration_plan  what a calibration measures: the primitives of each plan
+calibrate         running a calibration into a profile directory
+profiles          a device's calibration profile: loading, finding, synthetic ones
+op_costs          one traced op's cost on a profile (pure)
+module_predict    a module's step latency per device, and where devices cross
+================  ====================================================================
+"""
+
+from ..lazy_exports import lazy_exports
+
+#: Public name → the module of this package that defines it (imported on first use).
+_EXPORTS = {
+    "trace_module": "trace",
+    "trace_batches": "trace",
+    "Profile": "profiles",
+    "load_profile": "profiles",
+    "load_profiles": "profiles",
+    "synthetic_profile": "profiles",
+    "run_calibration": "calibrate",
+    "op_cost": "op_costs",
+    "predict_module": "module_predict",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

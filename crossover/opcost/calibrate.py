@@ -1,0 +1,457 @@
+"""``crossover calibrate``: measure a device's cost primitives into a profile.
+
+:func:`run_calibration` times every primitive of a plan (:mod:`crossover.opcost.calibration_plan`) in
+shuffled interleaved rounds with a drift reference opening each round
+(:func:`crossover.measurement.module_rounds.measure_rounds`), writes every visit to ``DIR/calibration.csv.gz`` and
+condenses them with :func:`build_profile` into ``DIR/profile.json`` (:class:`crossover.opcost.profiles.Profile`).
+
+How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over
+the rounds whose drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level
+(all rounds if none did). The overheads are differences of primitives: ``grad_record_s`` is the
+per-op slope of a multiplication chain with autograd recording minus the same chain under
+``no_grad``; the backward engine's cost per op and per call come from the slope and intercept of
+(forward + backward) − forward over two chain lengths, less the backward's own multiplications; the
+optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
+parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a
+40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
+kernel faults them in page by page) less filling one kept, over its bytes (0.25 ns per byte on the
+2-core VM, 10-16 times the cost of writing it). The noise floor is the drift reference's mean relative
+deviation from its median over rounds.
+
+Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
+real model than per node of a chain, and a sequence of different ops dispatches slower than one op
+repeated. Two generic reference models (:data:`REFERENCE_MODELS
+<crossover.opcost.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
+step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
+a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
+the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
+``experiments/bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the
+same one repeated alone: LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the
+backward pass's matrix products and memory-bound ops; its convolutions' calibration already runs high)
+are fitted to what the primitives leave unexplained (non-negative least squares of the relative
+residuals; on a GPU only the host terms); ``meta["reference_models"]`` reports the fit, and the profile's
+``model_error_rel`` is its median leave-one-out error.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
+                               make_step, output_bytes, points, private_cache_bytes, reference_point)
+from ..errors import ConfigError
+from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
+
+__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
+           "build_profile", "read_calibration", "CSV_COLUMNS"]
+
+CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "k", "n", "x", "cold", "shape",
+               "median_s", "calls_per_repeat", "raw_times_s", "device_times_s")
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What :func:`measure_calibration` timed: ``rows`` (one :data:`CSV_COLUMNS` dict per visit of a
+    primitive or of the drift reference), ``extra_visits`` (the visits of the extra steps, as
+    :func:`crossover.measurement.module_rounds.measure_rounds` returns them), the threads used, the last-level
+    cache (or GPU L2) bytes and the seconds it took."""
+
+    device: str
+    plan: Plan
+    seed: int
+    rows: list
+    extra_visits: list
+    threads: int
+    llc: int
+    elapsed_s: float
+    cache_bytes: int = 0
+
+
+def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int = 0, threads: int = 0,
+                        extra_steps: Sequence[tuple] = (),
+                        on_progress: Optional[Callable[[str], None]] = None) -> CalibrationRun:
+    """Time every primitive of ``plan`` on ``device`` in shuffled interleaved rounds (nothing written).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+    plan : Plan
+    seed : int
+        Seeds the rounds' orders.
+    threads : int
+        CPU intra-op threads (0: torch's default).
+    extra_steps : sequence of (key, callable)
+        Steps timed in the same rounds as the primitives (e.g. the models a prediction is checked
+        against, so that machine drift falls on both alike); they do not enter the profile.
+    on_progress : callable, optional
+        Called with a label after every visit.
+
+    Returns
+    -------
+    CalibrationRun
+    """
+    from ..measurement.environment import require_device
+    from ..measurement.toy_step import num_threads
+    from ..measurement.module_rounds import measure_rounds
+    from ..results.store import raw_times_to_text
+
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"unknown device {device!r}; expected cpu or cuda")
+    require_device(device)
+    start = time.perf_counter()
+    llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
+    with num_threads(threads) as threads_used:
+        plan_points = points(plan, device)
+        pools = {}
+        steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
+                 for p in plan_points]
+        extra_keys = {key for key, _ in extra_steps}
+        reference = reference_point()
+        if extra_keys & ({key for key, _ in steps} | {reference.key}):
+            raise ValueError("an extra step's key is also a primitive's or the drift reference's")
+        visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
+                                device=device, reference=(reference.key, make_step(reference, device)),
+                                on_progress=on_progress, regime="throughput" if device == "cuda" else "latency")
+    by_key = {p.key: p for p in [*plan_points, reference]}
+    rows, extra = [], []
+    for visit in visits:
+        if visit["key"] in extra_keys and not visit["reference"]:
+            extra.append(visit)
+            continue
+        point = by_key[visit["key"]]
+        rows.append(dict(round=visit["round"], sequence=visit["sequence"], reference=visit["reference"], key=point.key,
+                         family=point.family, name=point.name, m=point.m, k=point.k, n=point.n, x=point.x,
+                         cold=point.cold, shape="x".join(map(str, point.shape)), median_s=visit["median_s"],
+                         calls_per_repeat=visit["calls_per_repeat"],
+                         raw_times_s=raw_times_to_text(visit["raw_times_s"]),
+                         device_times_s=raw_times_to_text(visit["device_times_s"])))
+    cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
+    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache)
+
+
+def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = None) -> Profile:
+    """Write ``run``'s visits to ``out_dir/calibration.csv.gz`` and its profile (:func:`build_profile`) to
+    ``out_dir/profile.json``; returns the profile."""
+    from ..measurement.environment import environment
+    from ..results.store import make_results_directory
+
+    out_dir = Path(out_dir)
+    make_results_directory(out_dir)
+    with gzip.open(out_dir / CALIBRATION_CSV, "wt", newline="") as handle:  # 4 MB of text for the full plan
+        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(run.rows)
+    env = environment()
+    meta = dict(plan=run.plan.name, rounds=run.plan.rounds, seed=run.seed, statistic="p10", elapsed_s=run.elapsed_s,
+                device_name=env.get("gpu_name") if run.device == "cuda" else env.get("cpu_model"),
+                timer=asdict(run.plan.options), environment=env)
+    profile = build_profile(run.rows, device=run.device, machine=machine or env["machine"], threads=run.threads,
+                            llc=run.llc, cache_bytes=run.cache_bytes, meta=meta)
+    write_profile(out_dir, profile)
+    return profile
+
+
+def check_out_dir(out_dir, force: bool = False) -> None:
+    """Refuse (:class:`ConfigError`) an ``out_dir`` that already holds a profile, unless ``force``."""
+    if (Path(out_dir) / "profile.json").exists() and not force:
+        raise ConfigError(f"{out_dir} already holds a profile.json; choose another --out or pass --force")
+
+
+def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: int = 0, threads: int = 0,
+                    machine: Optional[str] = None, force: bool = False,
+                    on_progress: Optional[Callable[[str], None]] = None) -> Profile:
+    """Calibrate ``device`` with ``plan`` into ``out_dir`` (``calibration.csv.gz`` and ``profile.json``).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+    out_dir : path
+        Created if missing; a directory already holding a profile is refused unless ``force``.
+    plan : Plan
+        ``PLANS["quick"]`` (about 70 s on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
+    seed : int
+        Seeds the rounds' orders.
+    threads : int
+        CPU intra-op threads (0: torch's default); recorded in the profile.
+    machine : str, optional
+        Label (default :func:`crossover.measurement.environment.machine_label`).
+    force : bool
+        Overwrite an existing profile.
+    on_progress : callable, optional
+        Called with a label after every visit.
+
+    Returns
+    -------
+    Profile
+    """
+    check_out_dir(out_dir, force)
+    run = measure_calibration(device, plan, seed=seed, threads=threads, on_progress=on_progress)
+    return save_calibration(out_dir, run, machine=machine)
+
+
+def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
+    """The GPU's L2 cache (what "cold" weights must exceed on a GPU)."""
+    import torch
+
+    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or default)
+
+
+def read_calibration(out_dir) -> list:
+    """The visits of ``DIR/calibration.csv.gz`` as dicts (to rebuild a profile with :func:`build_profile`)."""
+    path = Path(out_dir) / CALIBRATION_CSV
+    legacy = path.with_suffix("")  # calibration.csv, before it was compressed
+    with (gzip.open(path, "rt", newline="") if path.exists() or not legacy.exists() else open(legacy, newline="")) \
+            as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        for name in ("round", "sequence", "m", "k", "n", "calls_per_repeat"):
+            row[name] = int(row[name])
+        row["x"], row["median_s"] = float(row["x"]), float(row["median_s"])
+        row["reference"], row["cold"] = row["reference"] == "True", row["cold"] == "True"
+    return rows
+
+
+# ------------------------------------------------------------------------------------ condensing
+def _times(text) -> np.ndarray:
+    if isinstance(text, (tuple, list, np.ndarray)):
+        return np.asarray(text, float)
+    return np.array([float(v) for v in str(text).split(";") if v])
+
+
+def _drifted_rounds(rows) -> tuple:
+    """(rounds whose reference was slow, the reference's noise floor)."""
+    from ..results.statistics import drift_ratio, is_drifted
+
+    refs = {}
+    for row in rows:
+        if row["reference"]:
+            refs[row["round"]] = float(row["median_s"])
+    if len(refs) < 2:
+        return set(), 0.0
+    values = np.array(list(refs.values()))
+    median = float(np.median(values))
+    drifted = {r for r, ratio in zip(refs, drift_ratio(values)) if is_drifted(ratio)}
+    return drifted, float(np.mean(np.abs(values / median - 1)))
+
+
+#: Primitives whose time is the host's even on a GPU (the rest, on a GPU: the CUDA events' span).
+_HOST_FAMILIES = ("overhead", "h2d", "model")
+
+
+def _statistics(rows, drifted) -> dict:
+    """key → (p10 of the pooled repeats of the quiet rounds, relative round-to-round spread, a row).
+    Where a visit recorded CUDA-event times (a GPU's kernels), those are used for its kernel families."""
+    from ..measurement.module_rounds import summarise_rounds
+
+    grouped = {}
+    for row in rows:
+        if not row["reference"]:
+            grouped.setdefault(row["key"], []).append(row)
+    out = {}
+    for key, visits in grouped.items():
+        quiet = [v for v in visits if v["round"] not in drifted] or visits
+        events = (visits[0]["family"] not in _HOST_FAMILIES
+                  and all(len(_times(v.get("device_times_s", ""))) for v in quiet))
+        field = "device_times_s" if events else "raw_times_s"
+        stats = summarise_rounds([dict(raw_times_s=_times(v[field])) for v in quiet])
+        out[key] = (stats["latency_s"], stats["spread_rel"], visits[0])
+    return out
+
+
+def _overheads(t: Callable[[str], float]) -> dict:
+    """The overheads from the overhead primitives' times (``t(name)``), each at least 0."""
+    n1, n2 = CHAIN_LENGTHS
+    p1, p2 = SGD_PARAMS
+    mul = (t(f"chain_nograd/{n2}") - t(f"chain_nograd/{n1}")) / (n2 - n1)
+    grad = (t(f"chain_grad/{n2}") - t(f"chain_grad/{n1}")) / (n2 - n1)
+    backward = [t(f"chain_train/{n}") - t(f"chain_grad/{n}") for n in CHAIN_LENGTHS]
+    slope = (backward[1] - backward[0]) / (n2 - n1)
+    sgd_slope = (t(f"sgd/{p2}") - t(f"sgd/{p1}")) / (p2 - p1)
+    try:  # a calibration from before the page-fault primitives: none
+        fresh = (t("fresh_fill") - t("reuse_fill")) / FRESH_PROBE_BYTES
+    except ValueError:
+        fresh = 0.0
+    values = dict(dispatch_s=t("dispatch"), view_s=t("view"), module_call_s=t("module_call"), fresh_byte_s=fresh,
+                  grad_record_s=grad - mul, backward_op_s=slope - mul,
+                  backward_call_s=backward[0] - n1 * slope - 2 * mul,  # less the sum and its ones_like
+                  optimizer_param_s=sgd_slope - t("dispatch"), optimizer_step_s=t(f"sgd/{p1}") - p1 * sgd_slope)
+    return {k: max(float(v), 0.0) for k, v in values.items()}
+
+
+def _grid(name: str, cells: dict) -> Grid:
+    m, kn = sorted({c[0] for c in cells}), sorted({c[1] for c in cells})
+    if len(cells) != len(m) * len(kn):
+        raise ValueError(f"the {name} grid is incomplete")
+    return Grid(tuple(m), tuple(kn), tuple(tuple(cells[(a, b)] for b in kn) for a in m))
+
+
+def _shape(row) -> tuple:
+    """A calibration row's ``shape`` (written ``"4x3x8x3x16"``) as a tuple of ints."""
+    return tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+
+
+def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
+    """``by_point`` with the page faults of each primitive's fresh output (32 MiB or more) taken out of
+    its time: a prediction adds them for the outputs a model allocates, not for in-place ops."""
+    from .op_costs import FRESH_MIN_BYTES
+
+    out = {}
+    for key, (seconds, spread, row) in by_point.items():
+        shape = _shape(row)
+        fresh = output_bytes(row["family"], row["name"], int(row.get("n") or 0), shape)
+        if fresh >= FRESH_MIN_BYTES and math.isfinite(seconds):
+            seconds = max(seconds - fresh * fresh_byte_s, 0.1 * seconds)  # never below a tenth
+        out[key] = (seconds, spread, row)
+    return out
+
+
+#: (grid, family, primitive, cold) of the profile's grids.
+_GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm", True),
+          ("matmul_outer", "matmul_outer", "mm", False),
+          ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
+          ("conv_native", "conv", "conv2d_native", False),
+          ("conv_backward_native", "conv_backward", "conv2d_native", False))
+
+
+def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
+                  cache_bytes: int = 0, meta: Optional[dict] = None) -> Profile:
+    """Condense calibration visits (as :data:`CSV_COLUMNS` dicts) into a :class:`Profile` (pure).
+
+    Raises
+    ------
+    ValueError
+        The visits lack a primitive every profile needs (the overheads, the hot matmul grid).
+    """
+    drifted, noise_floor = _drifted_rounds(rows)
+    by_point = _statistics(rows, drifted)
+
+    def overhead(name: str) -> float:
+        base, _, n = name.partition("/")
+        for seconds, _, row in by_point.values():
+            if row["family"] == "overhead" and row["name"] == base and (not n or int(row["n"]) == int(n)):
+                return seconds
+        raise ValueError(f"the calibration lacks the overhead primitive {name!r}")
+
+    overheads = _overheads(overhead)
+    by_point = _without_page_faults(by_point, overheads["fresh_byte_s"])
+    families = {}
+    for seconds, spread, row in by_point.values():
+        families.setdefault(row["family"], []).append((seconds, spread, row))
+    if device == "cuda":
+        overheads["launch_s"] = overheads["dispatch_s"]
+        overheads["sync_s"] = overhead("sync")
+    grids = {}
+    for name, family, primitive, cold in _GRIDS:
+        by_size = {}  # image side -> cells (matrix products: one grid, side 0)
+        for s, _, r in families.get(family, []):
+            if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
+                side = _shape(r)[-1] if family.startswith("conv") else 0
+                first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
+                by_size.setdefault(side, {})[(first, float(r["x"]) / (2 * first))] = s
+        for side, cells in by_size.items():
+            grids[f"{name}@{side}" if side else name] = _grid(name, cells)
+    if "matmul" not in grids:
+        raise ValueError("the calibration lacks the matmul grid")
+    curves = {}
+    for family, items in families.items():
+        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "conv", "conv_backward", "model"):
+            continue
+        curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [s for s, _, _ in items])
+    hot = grids["matmul"]
+    flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
+    bandwidths = [float(r["x"]) / s for s, _, r in families.get("elementwise", []) + families.get("copy", [])]
+    spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
+    spread["view"] = spread.get("overhead", 0.0)
+    checks = [s / hot(int(r["m"]), int(r["k"]) * int(r["n"])) - 1 for s, _, r in families.get("matmul_check", [])]
+    extra = dict(meta or {})
+    extra["drifted_rounds"] = sorted(drifted)
+    if checks:
+        extra["matmul_check_error_rel"] = {"median": float(np.median(np.abs(checks))),
+                                           "worst": float(np.max(np.abs(checks)))}
+    profile = Profile(device=device, machine=machine, overheads=overheads, grids=grids, curves=curves, llc_bytes=llc,
+                      cache_bytes=cache_bytes, threads=threads, peak_flop_rate=max(flop_rates),
+                      peak_bandwidth=max(bandwidths, default=math.inf),
+                      spread_rel=spread, noise_floor_rel=noise_floor, meta=extra)
+    models = [(s, r) for s, _, r in families.get("model", []) if math.isfinite(s)]
+    return _with_composition(profile, models) if models else profile
+
+
+def _reference_steps(profile: Profile, models) -> list:
+    """Per reference-model visit: (measured s, predicted s without the composition terms, (autograd and
+    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label,
+    a function of a profile giving its predicted s)."""
+    from .calibration_plan import REFERENCE_MODELS, reference_model
+    from .module_predict import host_events, step_prediction, trace_step
+
+    bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
+    out = []
+    for seconds, row in models:
+        name, workload = row["name"].split("/")
+        model = reference_model(name)
+        table, calls = trace_step(model, REFERENCE_MODELS[name], int(row["m"]), workload)
+        records = table.to_dict("records")
+        params = list(model.parameters())
+        sizes = dict(module_calls=calls, n_params=len(params),
+                     param_bytes=sum(p.numel() * p.element_size() for p in params))
+        step = step_prediction(bare, records, **sizes)
+        features = (step["autograd_s"], host_events(records, calls), step["conv_forward_s"], step["backward_kernels_s"])
+        out.append((seconds, step["latency_s"], features, dict(model=name, workload=workload, batch_size=int(row["m"])),
+                    lambda p, records=records, sizes=sizes: step_prediction(p, records, **sizes)["latency_s"]))
+    return out
+
+
+#: The composition terms, in the order of :func:`_reference_steps`' features: the extra share of a
+#: training step's autograd and optimizer host work, seconds per host event, the extra share of forward
+#: convolutions and of backward kernels other than convolutions.
+COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra")
+
+
+def _with_terms(profile: Profile, values) -> Profile:
+    terms = dict(zip(COMPOSITION_TERMS, (float(v) for v in values)))
+    event_s = terms.pop("event_s")
+    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=event_s), **terms})
+
+
+def _fit_terms(steps, device: str) -> np.ndarray:
+    """Non-negative least squares of the relative residuals. On a GPU only the host terms (the first
+    two): its step is ``max(host, device)``, and the additive form holds for host-bound steps only."""
+    from scipy.optimize import nnls
+
+    used = 2 if device == "cuda" else len(COMPOSITION_TERMS)
+    design = np.array([[f / step[0] for f in step[2][:used]] for step in steps])
+    target = np.array([(step[0] - step[1]) / step[0] for step in steps])
+    coef = nnls(design, target)[0] if len(steps) else np.zeros(used)
+    return np.concatenate([coef, np.zeros(len(COMPOSITION_TERMS) - used)])
+
+
+def _with_composition(profile: Profile, models) -> Profile:
+    """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the reference models' measured steps
+    (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each step predicted with the
+    fitted profile) and as ``model_error_rel`` the median leave-one-out error: each reference step
+    predicted by the terms fitted on the others, not on itself (the in-sample error where there are
+    too few steps to leave one out: the smoke plan's two)."""
+    steps = _reference_steps(profile, models)
+    coef = _fit_terms(steps, profile.device)
+    fitted = _with_terms(profile, coef)
+    loo = len(steps) > len(COMPOSITION_TERMS) + 1
+    report, errors = [], []
+    for i, (measured, base, _, label, predict) in enumerate(steps):
+        predicted = predict(fitted)
+        line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
+                    uncorrected_s=base)
+        if loo:
+            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
+            line["leave_one_out_error"] = predict(others) / measured - 1
+        errors.append(line["leave_one_out_error"] if loo else line["error"])
+        report.append(line)
+    meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
+    error = float(np.median(np.abs(errors))) if errors else 0.0
+    return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error})

@@ -1,0 +1,417 @@
+"""What ``crossover calibrate`` measures: the plans (grids of primitives) and each primitive's step.
+
+A primitive is one small piece of work timed on its own: a tiny op (the dispatch floor), a view, a
+module call, autograd and optimizer chains (host overheads of a training step), a matrix product of
+``M`` rows by a ``K×N`` weight (hot: the same weight every call; cold: cycling over weight copies that
+together exceed the last-level cache), products with a short inner dimension (weight gradients), a
+convolution forward and backward over batches × channel/kernel combinations at two image sizes, also
+with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB
+tensor (page faults), elementwise ops, reductions and max-pooling from 1K to 16M elements,
+scaled-dot-product attention, on CUDA the synchronisation and host→device copies, and the whole steps of
+two small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs beyond
+their sum. :func:`points` lists a plan's primitives as :class:`Point` records; :func:`make_step` builds
+one's step function on a device. Nothing is timed here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
+from ..measurement.timer import TimerOptions
+
+__all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
+           "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes",
+           "REFERENCE_MODELS", "reference_model"]
+
+#: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
+CHAIN_LENGTHS = (1, 17)
+SGD_PARAMS = (1, 16)
+#: The convolution primitives: as PyTorch picks the kernel (oneDNN wherever its rule allows), and with
+#: oneDNN switched off (the native im2col + GEMM path PyTorch takes for a single small image with a
+#: kernel of at most 3×3: see :func:`crossover.opcost.op_costs.conv_backend`).
+CONV_BACKENDS = ("conv2d", "conv2d_native")
+#: Bytes of the page-fault primitives: filling a tensor this large allocated afresh (above glibc's
+#: largest mmap threshold, so mapped and faulted in at every call) against filling one kept.
+FRESH_PROBE_BYTES = 40 * 2**20
+#: Features of the rows normalised by layer_norm/softmax/sum in the reduction primitives.
+_ROW = 256
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A calibration's grids, rounds and per-visit timing (see :data:`PLANS`)."""
+
+    name: str
+    rounds: int
+    options: TimerOptions
+    matmul_m: tuple
+    matmul_kn: tuple  # K = N of the square weights
+    cold_kn: tuple  # K = N measured cold too
+    matmul_extra: tuple  # non-square (K, N), at every M of extra_m: a check of the grid
+    extra_m: tuple
+    sizes: tuple  # elements of the elementwise and reduction primitives
+    elementwise_ops: tuple
+    reduction_ops: tuple
+    conv_channels: tuple  # (C_in, C_out, kernel): C_in·k²·C_out distinct (the grid's K·N)
+    conv_batches: tuple  # on square images of each conv_sizes side (padded: the output has the same size)
+    attention_shapes: tuple  # (batch, heads, sequence, head dim)
+    h2d_sizes: tuple = (2**12, 2**16, 2**20, 2**24)  # bytes (CUDA only)
+    #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
+    #: over ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output
+    #: dominates).
+    outer_k: tuple = (1, 2, 4, 8, 16, 32, 64)
+    outer_mn: tuple = (64, 128, 256, 512, 1024)
+    #: Image sides the convolutions are calibrated at (a grid each; predictions interpolate between).
+    conv_sizes: tuple = (16, 32)
+    #: Batches of the native (oneDNN off) convolutions: PyTorch takes that path for single images only.
+    native_batches: tuple = (1, 2, 4, 8)
+    #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
+    reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32))
+    cold_pool_factor: float = 2.0  # the cold weights' pool spans this many last-level caches
+
+
+_CONV = ((1, 8, 5), (3, 16, 3), (6, 16, 5), (16, 32, 3), (32, 64, 3), (64, 128, 3))
+_ALL_ELEMENTWISE = ("add", "mul", "relu", "clone", "bernoulli")
+_ALL_REDUCTION = ("sum", "softmax", "layer_norm", "max_pool2d", "max_pool2d_backward")
+#: ``quick``: about 70 s on the 2-core VM. ``full``: denser grids, 30 rounds, about 10 minutes. ``smoke``: seconds,
+#: for checking an installation (too coarse to predict with).
+PLANS = {
+    "full": Plan("full", 30, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+                 (16, 32, 64, 128, 256, 512, 768, 1024, 2048), (64, 128, 256, 512, 1024, 2048),
+                 ((784, 128), (128, 784), (256, 1024), (1024, 256), (128, 10), (400, 120)), (1, 8, 64, 512),
+                 tuple(2**k for k in range(10, 25)), _ALL_ELEMENTWISE, _ALL_REDUCTION,
+                 _CONV + ((8, 32, 5), (128, 128, 3)),
+                 (1, 2, 4, 8, 16, 32, 64),
+                 tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 8, 128, 32), (1, 16, 512, 64))),
+    "quick": Plan("quick", 8, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (16, 32, 64, 128, 192, 256, 384, 512, 768, 1024),
+                  (64, 128, 256, 512, 1024), ((784, 128), (128, 784), (256, 1024), (1024, 256)), (1, 64),
+                  tuple(2**k for k in range(10, 25, 2)), ("add", "relu", "clone", "bernoulli"), _ALL_REDUCTION, _CONV,
+                  (1, 4, 16, 64),
+                  tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)),
+                  outer_k=(1, 4, 16, 64), outer_mn=(64, 256, 1024)),
+    "smoke": Plan("smoke", 2, TimerOptions(warmup_s=0.0, min_warmup_calls=1, min_repeats=2, min_run_time_s=0.001,
+                                           max_run_time_s=0.001, target_rel_ci=0.0, min_block_s=0.0005),
+                  (1, 16), (16, 64), (64,), ((64, 16),), (4,), (2**10, 2**14), ("add", "relu"),
+                  ("sum", "max_pool2d", "max_pool2d_backward"),
+                  ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
+                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64),
+                  reference_models=(("mlp", 1),)),
+}
+REFERENCE = "reference"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One primitive: ``family`` (the profile entry it feeds), ``name`` and its sizes; ``x`` is what
+    its curve is indexed by (bytes or FLOPs; for a matmul, ``m`` and ``kn``)."""
+
+    family: str
+    name: str
+    m: int = 0
+    k: int = 0
+    n: int = 0
+    x: float = 0.0
+    cold: bool = False
+    shape: tuple = field(default=())
+
+    @property
+    def key(self) -> str:
+        dims = "x".join(map(str, self.shape)) if self.shape else f"{self.m}x{self.k}x{self.n}"
+        return f"{self.family}/{self.name}/{dims}" + ("/cold" if self.cold else "")
+
+
+#: Generic reference models (none of the zoo's) whose whole steps calibrate how ops compose: name ->
+#: sample shape. See :func:`reference_model`.
+REFERENCE_MODELS = {"mlp": (512,), "cnn": (3, 32, 32)}
+
+
+def reference_model(name: str):
+    """A fresh reference model: ``"mlp"`` (512 → 256 → 256 → 10, ReLU) or ``"cnn"`` (two 3×3
+    convolutions of 8 and 16 channels with ReLU and 2×2 max-pooling, then a linear layer to 10)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        return nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 8 * 8, 10))
+    raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
+
+
+def _cache_size(indices, default: int) -> int:
+    for index in indices:
+        try:
+            text = Path(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size").read_text().strip()
+        except OSError:
+            continue
+        match = re.fullmatch(r"(\d+)\s*([KMG]?)", text)
+        if match:
+            return int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2)]
+    return default
+
+
+def llc_bytes(default: int = 32 * 2**20) -> int:
+    """The last-level cache's size from sysfs (``/sys/devices/system/cpu/cpu0/cache/index3/size``,
+    e.g. ``"32768K"``), or ``default``."""
+    return _cache_size((3, 2), default)
+
+
+def private_cache_bytes(default: int = 2**19) -> int:
+    """One core's private (L2) cache from sysfs (``.../cpu0/cache/index2/size``), or ``default``."""
+    return _cache_size((2,), default)
+
+
+def _reduction_shape(name: str, n: int) -> tuple:
+    if name.startswith("max_pool2d"):  # 2×2 windows over 32×32 images
+        return (1, max(n // 1024, 1), 32, 32)
+    return (max(n // _ROW, 1), _ROW)
+
+
+def _bytes(name: str, n: int) -> float:
+    """Bytes the trace counts for the primitive on ``n`` float32 elements (inputs + outputs)."""
+    rows = max(n // _ROW, 1)
+    return 4.0 * {"add": 3 * n, "mul": 3 * n, "relu": 2 * n, "clone": 2 * n, "bernoulli": 2 * n,
+                  "sum": n + _ROW, "softmax": 2 * n, "layer_norm": 2 * n + 2 * _ROW + 2 * rows,
+                  "max_pool2d": n + n // 4 + 2 * (n // 4),  # values and int64 indices
+                  "max_pool2d_backward": n // 4 + n + 2 * (n // 4) + n}[name]  # grad, input, indices -> grad
+
+
+def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
+    """Bytes of the largest output one call of the primitive allocates (0 for in-place ones): the
+    calibration takes the page faults of outputs of 32 MiB or more
+    (:data:`crossover.opcost.op_costs.FRESH_MIN_BYTES`) back out of its times, since a prediction adds them
+    for the model's own fresh outputs."""
+    if family in ("elementwise", "copy", "reduction", "pool", "pool_backward"):
+        return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
+    if family in ("conv", "conv_backward") and len(shape) == 5:
+        batch, c_in, c_out, _, size = shape
+        return 4.0 * batch * (c_out if family == "conv" else c_in) * size * size
+    return 0.0
+
+
+def points(plan: Plan, device: str = "cpu") -> list:
+    """The primitives of ``plan`` on ``device``, in a fixed order (each round shuffles them)."""
+    from .op_costs import attention_flops
+
+    out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
+    out += [Point("overhead", f"chain_{mode}", n=n) for mode in ("nograd", "grad", "train") for n in CHAIN_LENGTHS]
+    out += [Point("overhead", "sgd", n=p) for p in SGD_PARAMS]
+    if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none)
+        out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
+    for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
+        out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
+        if kn in plan.cold_kn:
+            out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn, cold=True))
+    out += [Point("matmul_check", "addmm", m, k, n, x=2.0 * m * k * n) for (k, n) in plan.matmul_extra
+            for m in plan.extra_m]
+    out += [Point("matmul_outer", "mm", mn, k, mn, x=2.0 * mn * k * mn)
+            for k, mn in itertools.product(plan.outer_k, plan.outer_mn)]
+    for name in plan.elementwise_ops:
+        family = {"clone": "copy", "bernoulli": "rng"}.get(name, "elementwise")
+        out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
+    for name in plan.reduction_ops:
+        family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
+        out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
+    backends = CONV_BACKENDS if device == "cpu" else CONV_BACKENDS[:1]  # oneDNN or not: a CPU choice
+    for name, batches in zip(backends, (plan.conv_batches, plan.native_batches)):
+        for size, (c_in, c_out, kernel), batch in itertools.product(plan.conv_sizes, plan.conv_channels, batches):
+            forward = 2.0 * batch * size * size * c_in * kernel * kernel * c_out
+            for family, flops in (("conv", forward), ("conv_backward", 2 * forward)):  # input and weight gradients
+                out.append(Point(family, name, m=batch * size * size, x=flops,
+                                 shape=(batch, c_in, c_out, kernel, size)))
+    for b, h, s, d in plan.attention_shapes:
+        q = (b, h, s, d)
+        out.append(Point("attention", "sdpa", x=attention_flops("sdpa", (q, q, q)), shape=q))
+    for (name, batch), workload in itertools.product(plan.reference_models, ("forward", "train")):
+        out.append(Point("model", f"{name}/{workload}", m=batch, shape=(batch, *REFERENCE_MODELS[name])))
+    if device == "cuda":
+        out.append(Point("overhead", "sync"))
+        out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
+    return out
+
+
+def reference_point() -> Point:
+    """The drift reference, timed at the start of every round: a 64 × 256 × 256 matrix product."""
+    return Point(REFERENCE, "addmm", 64, 256, 256)
+
+
+# ------------------------------------------------------------------------------------------ steps
+def _overhead_step(point: Point, device: str) -> Callable[[], object]:
+    import torch
+
+    a, b = torch.ones(1, device=device), torch.ones(1, device=device)
+    if point.name == "dispatch":
+        return lambda: torch.add(a, b)
+    if point.name == "view":
+        x = torch.ones(4, 4, device=device)
+        return lambda: x.view(-1)
+    if point.name == "module_call":
+        module, x = torch.nn.Identity(), torch.ones(4, device=device)
+        return lambda: module(x)
+    if point.name == "sync":
+        return torch.cuda.synchronize
+    if point.name in ("fresh_fill", "reuse_fill"):
+        n = int(point.x) // 4
+        if point.name == "fresh_fill":
+            return lambda: torch.empty(n, device=device).fill_(1.0)
+        kept = torch.empty(n, device=device)
+        return lambda: kept.fill_(1.0)
+    if point.name == "sgd":
+        params = [torch.zeros(4, device=device, requires_grad=True) for _ in range(point.n)]
+        grads = [torch.zeros(4, device=device) for _ in range(point.n)]
+        optimizer = torch.optim.SGD(params, lr=1e-4, foreach=False)
+
+        def sgd():
+            for p, g in zip(params, grads):
+                p.grad = g
+            optimizer.step()
+            optimizer.zero_grad()
+
+        return sgd
+    mode, length = point.name.split("_", 1)[1], point.n
+    x = torch.ones(4, device=device, requires_grad=mode != "nograd")
+    c = torch.full((4,), 1.0001, device=device)
+
+    def chain():
+        y = x
+        for _ in range(length):
+            y = y * c
+        return y
+
+    if mode == "nograd":
+        def nograd():
+            with torch.no_grad():
+                return chain()
+
+        return nograd
+    if mode == "grad":
+        return chain
+
+    def train():
+        x.grad = None
+        chain().sum().backward()
+
+    return train
+
+
+def _matmul_step(point: Point, device: str, llc: int, pool_factor: float, cache: dict) -> Callable[[], object]:
+    import torch
+
+    if point.family == "matmul_outer":  # as autograd computes a weight's gradient: grad.t() @ input
+        grad, x = torch.randn(point.k, point.m, device=device), torch.randn(point.k, point.n, device=device)
+        return lambda: torch.mm(grad.t(), x)
+
+    x = torch.randn(point.m, point.k, device=device)
+    bias = torch.randn(point.n, device=device)
+    if not point.cold:
+        weight = torch.randn(point.n, point.k, device=device)
+        weight_t = weight.t()  # as nn.Linear: addmm(bias, x, weight.t())
+        return lambda: torch.addmm(bias, x, weight_t)
+    copies = max(2, math.ceil(pool_factor * llc / (4 * point.k * point.n)))
+    key = (point.n, point.k, copies, device)
+    if key not in cache:  # one pool per weight shape, shared by the batch sizes
+        cache[key] = [w.t() for w in torch.randn(copies, point.n, point.k, device=device)]
+    weights = itertools.cycle(cache[key])
+    return lambda: torch.addmm(bias, x, next(weights))
+
+
+def _memory_step(point: Point, device: str) -> Callable[[], object]:
+    import torch
+
+    shape = point.shape
+    a = torch.randn(shape, device=device)
+    if point.name in ("add", "mul"):
+        b = torch.randn(shape, device=device)
+        op = torch.add if point.name == "add" else torch.mul
+        return lambda: op(a, b)
+    if point.name == "relu":
+        return lambda: torch.relu(a)
+    if point.name == "clone":
+        return lambda: a.clone()
+    if point.name == "bernoulli":
+        return lambda: a.bernoulli_(0.5)
+    if point.name == "sum":
+        return lambda: torch.sum(a, 0)
+    if point.name == "softmax":
+        return lambda: torch.softmax(a, -1)
+    if point.name == "layer_norm":
+        w, b = torch.ones(shape[-1], device=device), torch.zeros(shape[-1], device=device)
+        return lambda: torch.layer_norm(a, shape[-1:], w, b)
+    if point.name == "max_pool2d":
+        return lambda: torch.nn.functional.max_pool2d(a, 2)
+    if point.name == "max_pool2d_backward":
+        out, indices = torch.ops.aten.max_pool2d_with_indices.default(a, [2, 2], [2, 2])
+        grad, backward = torch.ones_like(out), torch.ops.aten.max_pool2d_with_indices_backward.default
+        return lambda: backward(grad, a, [2, 2], [2, 2], [0, 0], [1, 1], False, indices)
+    raise ValueError(f"unknown primitive {point.name!r}")
+
+
+def _conv_step(point: Point, device: str) -> Callable[[], object]:
+    import torch
+
+    batch, c_in, c_out, kernel, size = point.shape
+    x = torch.randn(batch, c_in, size, size, device=device)
+    w = torch.randn(c_out, c_in, kernel, kernel, device=device)
+    bias = torch.randn(c_out, device=device)
+    pad = kernel // 2
+    if point.family == "conv":
+        def forward():
+            return torch.conv2d(x, w, bias, padding=pad)
+
+        call = forward
+    else:
+        grad = torch.conv2d(x, w, bias, padding=pad)
+        backward = torch.ops.aten.convolution_backward.default
+
+        def call():
+            return backward(grad, x, w, [c_out], [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, True])
+    if point.name != "conv2d_native":
+        return call
+    set_mkldnn, enabled = torch._C._set_mkldnn_enabled, torch._C._get_mkldnn_enabled
+
+    def native():  # oneDNN off for this call only (a C flag: well under a microsecond)
+        before = enabled()
+        set_mkldnn(False)
+        try:
+            return call()
+        finally:
+            set_mkldnn(before)
+
+    return native
+
+
+def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_factor: float = 2.0,
+              cache: dict = None) -> Callable[[], object]:
+    """The step function timing ``point`` on ``device`` (inputs allocated now, reused every call;
+    ``cache`` shares the cold weight pools between the steps built with it)."""
+    import torch
+
+    if point.family == "overhead":
+        return _overhead_step(point, device)
+    if point.family in ("matmul", "matmul_check", "matmul_outer", REFERENCE):
+        return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
+    if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng"):
+        return _memory_step(point, device)
+    if point.family in ("conv", "conv_backward"):
+        return _conv_step(point, device)
+    if point.family == "attention":
+        q, k, v = (torch.randn(point.shape, device=device) for _ in range(3))
+        return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    if point.family == "model":
+        from ..measurement.module_rounds import example_input, make_module_step
+
+        name, workload = point.name.split("/")
+        model = reference_model(name).to(device)
+        return make_module_step(model, example_input(point.shape[1:], point.m, device=device), workload)
+    if point.family == "h2d":
+        host = torch.empty(int(point.x) // 4, dtype=torch.float32)
+        return lambda: host.to(device)
+    raise ValueError(f"unknown primitive family {point.family!r}")

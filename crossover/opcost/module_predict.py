@@ -1,0 +1,365 @@
+"""Predict the step latency of any ``nn.Module`` on calibrated devices, and where they cross.
+
+:func:`predict_module` traces one step of the model at each batch size
+(:func:`crossover.opcost.trace.trace_module`: fake tensors, nothing runs at full cost), costs every op on
+every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
+
+- on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
+  convolution's times ``1 + conv_forward_extra`` and a backward kernel's other than a convolution's
+  times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
+  reference models; on a GPU these scale kernel time), plus per step the host work no
+  op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
+  sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs of 32 MiB or
+  more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a
+  cost the calibration measures with a primitive of its own), and for a training step
+  autograd's recording per forward op, the backward engine (once and per backward op) and the
+  optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
+  real step than in the calibration's tight loops; fitted on reference models);
+- on a GPU: ``max(host time, device kernel time) + sync_s``, where the host time is ``launch_s`` per
+  kernel plus the same host work, and the kernel times come from CUDA-event calibrations; plus the
+  host→device copy of the input when ``transfer=True``.
+
+The interval is ``latency × (1 ± r)`` (its low end at least a tenth of the latency) where ``r`` is the
+calibration's round-to-round spread of the families the step spends its time in, and at least the
+profile's noise floor (its drift reference's spread) and its model error (the median leave-one-out
+error of this composition on the calibration's reference models). ``launch_share``, ``memory_share`` and
+``compute_share`` split the latency into the dispatch/launch floors and host overheads, the rest of
+memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` names the largest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings as _warnings
+from collections import defaultdict
+from typing import Optional, Sequence
+
+from ..crossings import log_crossings
+from .op_costs import fresh_bytes, op_cost
+from .profiles import Profile, load_profiles
+
+__all__ = ["predict_module", "module_crossover", "step_prediction", "model_mode", "trace_step", "host_events"]
+
+
+@contextlib.contextmanager
+def _counting_module_calls(counter: list):
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    def count(module, args):
+        counter[0] += 1
+
+    handle = register_module_forward_pre_hook(count)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@contextlib.contextmanager
+def model_mode(model, training: bool):
+    """``model`` in training (or eval) mode for the block; every module's own mode restored after."""
+    previous = {m: m.training for m in model.modules()}
+    model.train(training)
+    try:
+        yield
+    finally:
+        for module, was_training in previous.items():
+            module.training = was_training
+
+
+def trace_step(model, sample_shape, batch_size: int, workload: str = "forward", dtype=None):
+    """``(trace table, module calls)`` of one step at ``batch_size`` (the model in eval mode for a
+    forward pass, train mode for a training step; its modes restored after)."""
+    import torch
+
+    from .trace import trace_module
+
+    counter = [0]
+    example = torch.empty((batch_size, *sample_shape), dtype=dtype, device="meta")
+    with model_mode(model, workload == "train"), _counting_module_calls(counter):
+        table = trace_module(model, example, workload)
+    return table, counter[0]
+
+
+def host_events(rows, module_calls: int) -> int:
+    """Ops (launching or views) and module calls of a step: what the host dispatches one by one."""
+    return len(rows) + module_calls
+
+
+def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int, param_bytes: int,
+                    input_bytes: int = 0, transfer: bool = False, top: int = 5,
+                    weights: Optional[str] = None) -> dict:
+    """Compose one step on one profile from its traced op rows (pure).
+
+    Parameters
+    ----------
+    profile : Profile
+    rows : sequence of mapping
+        Trace rows (:func:`crossover.opcost.trace.trace_module`).
+    module_calls : int
+        Module forwards called in the step.
+    n_params : int
+        Parameter tensors the optimizer updates (training steps).
+    param_bytes : int
+        The model's parameter bytes: above the profile's ``warm_bytes`` (on a CPU the private caches
+        of its threads: a step streams every weight once, so larger weights come back from the shared
+        cache or DRAM at each use), matrix products are costed with their weights cold.
+    input_bytes : int
+        Bytes of the input (the host→device copy on a GPU when ``transfer``).
+    transfer : bool
+        Add the input's host→device copy (GPU profiles only).
+    top : int
+        How many of the costliest ops to list.
+    weights : {"hot", "cold"}, optional
+        Cost the matrix products with their weights hot or cold whatever ``param_bytes`` says
+        (:mod:`crossover.fit.calibrated_model` blends the two).
+
+    Returns
+    -------
+    dict
+        ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
+        ``copy_s``, ``overhead_s`` (host work no op records), ``autograd_s`` (of it, a training step's
+        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``conv_forward_s``
+        and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
+        of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
+        ``backward_extra``), ``launches``, ``flops``, ``bytes``, ``weights`` ("hot"/"cold"),
+        ``launch_share``, ``memory_share``, ``compute_share``, ``bound``, ``kind_shares`` (dict),
+        ``top_ops`` (list of dicts) and ``warnings`` (list of str).
+    """
+    on_gpu = profile.device == "cuda"
+    if weights not in (None, "hot", "cold"):
+        raise ValueError(f"weights must be 'hot', 'cold' or None, not {weights!r}")
+    cold = param_bytes > profile.warm_bytes if weights is None else weights == "cold"
+    o = profile.overhead
+    host = device = floors = memory = compute = 0.0
+    launches = flops = moved = 0
+    fresh = conv_forward = backward_kernels = 0.0
+    by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
+    phase_ops = defaultdict(int)
+    for row in rows:
+        cost = op_cost(profile, row, cold=cold)
+        base = cost
+        if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
+            cost = _scaled(cost, 1.0 + profile.conv_forward_extra, on_gpu)
+            conv_forward += _beyond_floor(base, on_gpu)
+        elif row.get("phase") == "backward" and cost.family not in ("conv_backward", "view"):
+            cost = _scaled(cost, 1.0 + profile.backward_extra, on_gpu)
+            backward_kernels += _beyond_floor(base, on_gpu)
+        time_s = cost.device_s if on_gpu else cost.host_s
+        host += cost.host_s
+        device += cost.device_s
+        floors += cost.floor_s
+        rest = max(time_s - cost.floor_s, 0.0)
+        compute += min(cost.compute_s, rest)
+        memory += rest - min(cost.compute_s, rest)
+        launches += cost.launches
+        fresh += fresh_bytes(row)
+        flops += int(row.get("flops") or 0)
+        moved += int(row.get("bytes_read") or 0) + int(row.get("bytes_written") or 0)
+        by_kind[row.get("kind", "other")] += time_s
+        by_family[cost.family] += time_s
+        if cost.launches:
+            phase_ops[row.get("phase", "forward")] += 1
+        costs.append((time_s, row, cost))
+        if cost.warning and cost.warning not in warnings:
+            warnings.append(cost.warning)
+    train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
+    overhead = (module_calls * o("module_call_s") + fresh * o("fresh_byte_s")
+                + host_events(rows, module_calls) * o("event_s"))
+    autograd = 0.0
+    if train:
+        autograd = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
+                    + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
+                    + n_params * o("optimizer_param_s")) * (1.0 + profile.train_host_extra)
+        overhead += autograd
+    host += overhead
+    sync = o("sync_s") if on_gpu else 0.0
+    copy = 0.0
+    if on_gpu and transfer and input_bytes:
+        h2d = profile.curves.get("h2d")
+        copy = h2d(input_bytes) if h2d is not None else 0.0
+    if on_gpu:
+        busy = max(host, device)
+        launch_part = floors + max(host - device, 0.0) + sync + copy
+    else:
+        busy = host
+        launch_part = floors + overhead
+    latency = busy + sync + copy
+    by_family["overhead"] += overhead if not on_gpu else max(host - device, 0.0)
+    spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
+                 for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
+    r = max(spread, profile.noise_floor_rel, profile.model_error_rel)
+    shares = {"launch": launch_part / latency, "memory": memory / latency, "compute": compute / latency} \
+        if latency > 0 else {"launch": 0.0, "memory": 0.0, "compute": 0.0}
+    costs.sort(key=lambda item: -item[0])
+    top_ops = [dict(op=row.get("op"), kind=row.get("kind"), module=row.get("module", ""), phase=row.get("phase"),
+                    seconds=t, share=t / latency if latency > 0 else 0.0, bound=cost.bound)
+               for t, row, cost in costs[:top]]
+    return dict(latency_s=latency, latency_low_s=latency * max(1 - r, 0.1), latency_high_s=latency * (1 + r),
+                host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
+                autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
+                launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
+                launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],
+                bound=max(shares, key=shares.get),
+                kind_shares={k: v / latency for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])}
+                if latency else {},
+                top_ops=top_ops, warnings=warnings)
+
+
+def _beyond_floor(cost, on_gpu: bool) -> float:
+    return (cost.device_s if on_gpu else cost.host_s) - cost.floor_s
+
+
+def _scaled(cost, factor: float, on_gpu: bool):
+    """``cost`` with its time beyond the floor (the device's on a GPU, else the host's) times ``factor``."""
+    import dataclasses
+
+    if on_gpu:
+        return dataclasses.replace(cost, device_s=cost.floor_s + (cost.device_s - cost.floor_s) * factor,
+                                   compute_s=cost.compute_s * factor)
+    return dataclasses.replace(cost, host_s=cost.floor_s + (cost.host_s - cost.floor_s) * factor,
+                               compute_s=cost.compute_s * factor)
+
+
+def _sample(example_input, sample_shape, batch_sizes, input_dtype):
+    import torch
+
+    if example_input is not None:
+        if not isinstance(example_input, torch.Tensor):
+            raise TypeError("example_input must be one tensor (its first dimension is the batch); "
+                            "or pass sample_shape=")
+        shape, dtype = tuple(example_input.shape[1:]), example_input.dtype
+        batch_sizes = batch_sizes or (int(example_input.shape[0]),)
+    elif sample_shape is not None:
+        shape, dtype = tuple(int(n) for n in sample_shape), input_dtype or torch.get_default_dtype()
+    else:
+        raise TypeError("pass example_input (a tensor) or sample_shape (one sample's shape)")
+    batch_sizes = tuple(batch_sizes or (1,))
+    if any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in batch_sizes):
+        raise ValueError(f"batch sizes must be positive integers, got {batch_sizes!r}")
+    return shape, dtype, batch_sizes
+
+
+def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes: Optional[Sequence[int]] = None,
+                   profiles=None, workload: str = "forward", input_dtype=None, transfer: bool = False,
+                   top: int = 5, warn: bool = True):
+    """Predicted step latency of ``model`` on each calibrated device at each batch size.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Not modified (its train/eval mode is set for the trace and restored).
+    example_input : torch.Tensor, optional
+        An input batch: its shape after the first dimension is one sample's, its dtype the input's,
+        and its first dimension the batch size when ``batch_sizes`` is not given.
+    sample_shape : tuple of int, optional
+        One sample's shape, instead of ``example_input``.
+    batch_sizes : sequence of int, optional
+    profiles : sequence of Profile or paths, optional
+        Default: the shipped profiles (``experiments/profiles/<machine>/profile.json``).
+    workload : {"forward", "train"}
+        A forward pass under ``no_grad`` in ``eval()`` mode, or a training step with SGD.
+    input_dtype : torch.dtype, optional
+        With ``sample_shape``: the input's dtype (default float32; ``torch.long`` for token ids).
+    transfer : bool
+        On GPU profiles, add the input's host→device copy.
+    top : int
+        Costliest ops listed per prediction.
+    warn : bool
+        Issue a Python warning for each op no calibration covers (they are in ``warnings`` anyway).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (profile, batch size): ``profile`` (its label), ``device``, ``machine``,
+        ``batch_size``, ``workload`` and the fields of :func:`step_prediction`. ``attrs["crossovers"]``
+        lists the crossovers between every CPU and GPU profile (between the first two profiles when no
+        pair has both), ``attrs["crossover"]`` the first of them or None (see :func:`module_crossover`).
+
+    Raises
+    ------
+    crossover.errors.TraceError
+        The model rejects the input (the message names the layer).
+    """
+    import pandas as pd
+
+    shape, dtype, batch_sizes = _sample(example_input, sample_shape, batch_sizes, input_dtype)
+    profiles = load_profiles(profiles)
+    params = [p for p in model.parameters()]
+    param_bytes = sum(p.numel() * p.element_size() for p in params)
+    n_params = sum(1 for p in params if p.requires_grad)
+    dense = sorted(set(batch_sizes) | {2**k for k in range(31) if min(batch_sizes) <= 2**k <= max(batch_sizes)})
+    element = _element_size(dtype)
+    rows = []
+    for batch_size in dense:
+        table, calls = trace_step(model, shape, batch_size, workload, dtype)
+        records = table.to_dict("records")
+        input_bytes = batch_size * math.prod(shape) * element
+        for profile in profiles:
+            step = step_prediction(profile, records, module_calls=calls, n_params=n_params, param_bytes=param_bytes,
+                                   input_bytes=input_bytes, transfer=transfer, top=top)
+            rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,
+                             batch_size=batch_size, workload=workload, requested=batch_size in batch_sizes, **step))
+    frame = pd.DataFrame(rows)
+    crossovers = _all_crossovers(frame, profiles)
+    frame = frame[frame["requested"]].drop(columns="requested").reset_index(drop=True)
+    frame.attrs["crossovers"] = crossovers
+    frame.attrs["crossover"] = crossovers[0] if crossovers else None
+    if warn:
+        for message in dict.fromkeys(w for ws in frame["warnings"] for w in ws):
+            _warnings.warn(message, stacklevel=2)
+    return frame
+
+
+def _element_size(dtype) -> int:
+    import torch
+
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _all_crossovers(frame, profiles) -> list:
+    labels = list(dict.fromkeys(p.label for p in profiles))
+    device_of = {p.label: p.device for p in profiles}
+    pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:] if device_of[a] != device_of[b]]
+    if not pairs and len(labels) >= 2:
+        pairs = [(labels[0], labels[1])]
+    return [module_crossover(frame, a, b) for a, b in pairs]
+
+
+def _crossing(batch, a, b):
+    """The first batch size where ``a`` and ``b`` (times at ``batch``) cross, or None."""
+    roots = log_crossings(batch, a, b)
+    return roots[0] if roots else None
+
+
+def module_crossover(frame, a: str, b: str) -> dict:
+    """Where profiles ``a`` and ``b`` swap places along the batch sizes of ``frame``.
+
+    Returns
+    -------
+    dict
+        ``between`` ([a, b]), ``at`` (the batch size where their predicted latencies cross, interpolated
+        in log space between the batch sizes where the winner flips; None when it never flips),
+        ``low`` and ``high`` (the crossing of the pessimistic and optimistic ends of both intervals;
+        None where those do not cross in range), ``winner_below``, ``winner_above`` (when it flips),
+        ``winner_everywhere`` (when it does not) and ``range`` (the batch sizes searched).
+    """
+    ta = frame[frame["profile"] == a].sort_values("batch_size")
+    tb = frame[frame["profile"] == b].sort_values("batch_size")
+    batch = list(ta["batch_size"])
+    if list(tb["batch_size"]) != batch or not batch:
+        raise ValueError(f"profiles {a!r} and {b!r} were not predicted at the same batch sizes")
+    at = _crossing(batch, list(ta["latency_s"]), list(tb["latency_s"]))
+    ends = [_crossing(batch, list(ta["latency_low_s"]), list(tb["latency_high_s"])),
+            _crossing(batch, list(ta["latency_high_s"]), list(tb["latency_low_s"]))]
+    ends = [e for e in ends if e is not None]
+    first_winner = a if ta["latency_s"].iloc[0] < tb["latency_s"].iloc[0] else b
+    other = b if first_winner == a else a
+    out = dict(between=[a, b], at=at, low=min(ends) if ends else None, high=max(ends) if ends else None,
+               range=[batch[0], batch[-1]], winner_below=None, winner_above=None, winner_everywhere=None)
+    if at is None:
+        out["winner_everywhere"] = first_winner
+    else:
+        out.update(winner_below=first_winner, winner_above=other)
+    return out

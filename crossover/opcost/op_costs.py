@@ -1,0 +1,426 @@
+"""The predicted cost of one traced op on one calibrated device (pure: no measuring, no I/O).
+
+:func:`op_cost` takes a :class:`crossover.opcost.profiles.Profile` and one row of
+:func:`crossover.opcost.trace.trace_module`'s table and returns an :class:`OpCost`: the op's time on the host
+thread and on the device, the part of it that is dispatch or launch (its floor), its family and what
+bounds it. How each kind is costed:
+
+- ``matmul``: the calibration grid of seconds over rows ``M`` (the output's rows, batch dimensions
+  included) × weight elements ``K·N`` (from the op's FLOPs), interpolated in log-log space; the
+  ``matmul_cold`` grid (weights cycled through DRAM) when the model's parameters exceed the warm
+  caches (:attr:`crossover.opcost.profiles.Profile.warm_bytes`); past the grid the extra FLOPs run at the
+  edge's rate. A backward ``mm`` with a short inner dimension (``K`` within the calibrated range and
+  below ``M`` and ``N``: a weight gradient at a small batch) on the ``matmul_outer`` grid over ``K`` ×
+  ``M·N``.
+- ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
+  forward and backward on their own grids, one per calibrated image side (interpolated in log time
+  against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
+  (:func:`conv_backend`; a profile without grids: seconds against FLOPs).
+- ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
+  (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
+- ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
+  backward: CPU max-pooling runs far below the bandwidth) and known ops of kind ``other`` (random
+  numbers, loss gradients, gathers): seconds against bytes moved, the bandwidth curve whose floor is the dispatch cost.
+- ``view`` and ops that launch nothing: the calibrated view cost on the host, nothing on the device.
+- Fused ops that run several kernels inside (``_transformer_encoder_layer_fwd``,
+  ``_native_multi_head_attention``, the ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast
+  path of inference): the sum of the kernels PyTorch's CPU implementation runs, derived from their
+  shapes (13 for an encoder layer: projections, attention by ``bmm`` and softmax, adds, layer norms).
+- Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning
+  naming the op (never silently).
+
+On a CPU profile the op's time is all host time. On a CUDA profile the curves hold kernel times
+(CUDA events) and the host pays ``launch_s`` per launching op; :mod:`crossover.opcost.module_predict`
+composes them as ``max(host, device)`` per step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from .profiles import Profile
+
+__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+           "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
+
+#: Families whose time beyond the floor is memory traffic, and compute.
+MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic")
+COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "attention")
+
+#: Ops of kind ``other`` (or with their own costing) that a bandwidth curve covers, by family.
+_KNOWN_OTHER = {
+    "rng": {"bernoulli", "bernoulli_", "native_dropout", "rand", "randn", "rand_like", "randn_like", "uniform_",
+            "normal_", "randint", "randint_like", "exponential_", "random_", "randperm"},
+    "elementwise": {"nll_loss_backward", "nll_loss2d_backward", "mse_loss_backward", "l1_loss_backward",
+                    "smooth_l1_loss_backward", "binary_cross_entropy_backward", "native_dropout_backward",
+                    "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "lerp", "lerp_", "addcmul_",
+                    "addcdiv_", "_masked_scale", "masked_scale", "embedding_dense_backward"},
+    "copy": {"cat", "stack", "index_select", "gather", "embedding", "select_backward", "slice_backward",
+             "constant_pad_nd", "repeat", "index", "index_put", "index_put_", "scatter", "scatter_",
+             "scatter_add", "scatter_add_", "_index_put_impl_", "expand_copy", "permute_copy", "flip", "roll",
+             "tril", "triu", "_unsafe_index", "pad", "reflection_pad2d", "replication_pad2d", "upsample_nearest2d",
+             "_embedding_bag", "diag_embed", "narrow_copy", "split_with_sizes_copy", "unbind_copy"},
+}
+_FAMILY_OF = {name: family for family, names in _KNOWN_OTHER.items() for name in names}
+#: Outputs from this size on are mapped afresh by glibc at every allocation and faulted in page by
+#: page (its mmap threshold rises to the largest block freed, but never past
+#: ``DEFAULT_MMAP_THRESHOLD_MAX``, 32 MiB on 64-bit Linux); smaller blocks are reused from its heap.
+#: Measured on the 2-core VM: a 32 MiB ``empty().fill_()`` faults 8193 pages every call, 31.9 MiB none.
+FRESH_MIN_BYTES = 32 * 2**20
+#: Views a fused op makes inside (splitting heads, transposes); each costs a view on the host.
+_FUSED_VIEWS = 8
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """What one op costs on one device.
+
+    Attributes
+    ----------
+    host_s : float
+        Seconds of the host thread (on a CPU profile: the op's whole time).
+    device_s : float
+        Kernel seconds on the device (0 on a CPU profile).
+    floor_s : float
+        The part that is dispatch or launch (of ``host_s`` on a CPU, of ``device_s`` on a GPU).
+    family : str
+        Which calibration costed it (``matmul``, ``elementwise``, ``view``, ``generic``, ...).
+    launches : int
+        Kernels it runs.
+    warning : str
+        Non-empty when no calibration covers the op (the generic model was used).
+    compute_s : float
+        Of the time beyond the floor, the part spent in matrix products, convolutions and attention
+        (the rest is memory-bound); a fused op sums its kernels'.
+    """
+
+    host_s: float
+    device_s: float
+    floor_s: float
+    family: str
+    launches: int = 1
+    warning: str = ""
+    compute_s: float = 0.0  # of the time beyond the floor, the compute-bound part (the rest is memory)
+
+    @property
+    def bound(self) -> str:
+        """``"launch"`` when the floor is most of it, else ``"memory"`` or ``"compute"`` by family."""
+        total = max(self.host_s, self.device_s)
+        if self.family == "view" or total <= 0 or self.floor_s >= 0.5 * total:
+            return "launch"
+        return "compute" if self.family in COMPUTE_FAMILIES else "memory"
+
+
+def _prod(shape) -> int:
+    out = 1
+    for n in shape:
+        out *= int(n)
+    return out
+
+
+def _name(op: str) -> str:
+    """``"aten.addmm.default"`` → ``"addmm"``."""
+    parts = str(op).split(".")
+    return parts[1] if len(parts) >= 3 else parts[-1]
+
+
+def matmul_dims(row: Mapping) -> tuple:
+    """``(M, K·N)`` of a matrix-product row: ``M`` the output's rows (batch dimensions folded in),
+    ``K·N`` from the FLOPs (``2·M·K·N``). None when the row has no FLOPs."""
+    outputs = row.get("output_shapes") or ()
+    if not outputs:
+        return None
+    out = tuple(outputs[0])
+    return _gemm_dims(max(_prod(out[:-1]), 1) if len(out) > 1 else 1, row)
+
+
+def conv_dims(row: Mapping) -> tuple:
+    """``(M, K·N)`` of a convolution row: ``M`` the output pixels of the batch (the gradient's, for a
+    backward op), ``K·N`` = ``C_in·k²·C_out`` (times the gradients computed, for a backward op)."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = (row.get("input_shapes") or ()) if backward else (row.get("output_shapes") or ())
+    if not shapes or len(shapes[0]) < 3:
+        return None
+    out = tuple(shapes[0])
+    return _gemm_dims(out[0] * _prod(out[2:]), row)
+
+
+def _gemm_dims(m: int, row: Mapping):
+    flops = float(row.get("flops") or 0)
+    if flops <= 0 or m <= 0:
+        return None
+    return float(m), max(flops / (2.0 * m), 1.0)
+
+
+def fresh_bytes(row: Mapping) -> float:
+    """Bytes of the op's outputs of at least :data:`FRESH_MIN_BYTES` that it allocates (0 for views and
+    in-place ops): memory every step faults in afresh (see :mod:`crossover.opcost.module_predict`)."""
+    name = _name(row.get("op", ""))
+    if int(row.get("launches", 1) or 0) == 0 or name.endswith("_"):
+        return 0.0
+    fused = _fused_rows(name, row)
+    if fused is not None:  # the outputs of the kernels inside (an encoder layer's feed-forward hidden layer)
+        return float(sum(fresh_bytes(sub) for sub in fused))
+    e = _element_size(row)
+    sizes = [e * _prod(s) for s in row.get("output_shapes") or ()]
+    return float(sum(b for b in sizes if b >= FRESH_MIN_BYTES))
+
+
+def conv_backend(row: Mapping, threads: int = 0) -> str:
+    """Which CPU kernel PyTorch runs a float32 1-D or 2-D convolution row with: ``"mkldnn"`` (oneDNN) or
+    ``"native"`` (im2col + GEMM), by the rule of ``ConvParams::use_mkldnn`` in ATen's
+    ``Convolution.cpp``: oneDNN unless the kernel is 1×1 on one thread with a batch under 16 and
+    stride and dilation 1, or unless the batch is a single image of at most 20480 elements with a
+    kernel of at most 3 in some dimension and one group. ``threads`` 0 counts as several. Stride and
+    groups are read off the shapes (a strided convolution's output is smaller than its padded input
+    allows; groups = input channels / weight's input channels); a 1-D convolution is the 2-D one of
+    height 1 ATen makes of it before choosing; other dtypes go to oneDNN."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    x, w = (shapes[1:3] if backward else shapes[:2]) if len(shapes) >= 2 + backward else (None, None)
+    out = shapes[0] if backward else tuple((row.get("output_shapes") or [()])[0])
+    if x is not None and w is not None and len(x) == len(w) == len(out) == 3:  # conv1d: viewed as 2-D
+        x, w, out = ((s[0], s[1], 1, s[2]) for s in (x, w, out))
+    if x is None or w is None or len(x) != 4 or len(w) != 4 or _element_size(row) != 4:
+        return "mkldnn"
+    strided = len(out) == 4 and out[-1] < x[-1] - w[-1] + 1  # stride 1 gives at least this, whatever the padding
+    groups = x[1] // w[1] if w[1] else 1
+    one_by_one_single = w[-1] == 1 and w[-2] == 1 and threads == 1 and x[0] < 16 and not strided
+    small_single = groups == 1 and not (w[-1] > 3 and w[-2] > 3) and x[0] <= 1 and _prod(x) <= 20480
+    return "native" if one_by_one_single or small_single else "mkldnn"
+
+
+def attention_flops(op: str, input_shapes) -> float:
+    """FLOPs of a fused attention op from its query, key and value shapes (``(B, H, L, E)``,
+    ``(B, H, S, E)``, ``(B, H, S, Ev)``): ``2·B·H·L·S·(E + Ev)``, times 2.5 for a backward op (whose
+    first argument is the output's gradient). 0 when the shapes are not those of attention."""
+    shapes = [tuple(s) for s in input_shapes]
+    backward = "backward" in str(op)
+    q_k_v = shapes[1:4] if backward else shapes[:3]
+    if len(q_k_v) < 3 or any(len(s) < 3 for s in q_k_v):
+        return 0.0
+    q, k, v = q_k_v
+    batch_heads = _prod(q[:-2])
+    flops = 2.0 * batch_heads * q[-2] * k[-2] * (q[-1] + v[-1])
+    return 2.5 * flops if backward else flops
+
+
+def _element_size(row: Mapping) -> float:
+    outputs = row.get("output_shapes") or ()
+    written = float(row.get("bytes_written") or 0)
+    numel = sum(_prod(s) for s in outputs)
+    return written / numel if numel and written else 4.0
+
+
+def _row(op, kind, inputs, outputs, element_size, flops=0.0) -> dict:
+    return {"op": op, "kind": kind, "input_shapes": tuple(inputs), "output_shapes": tuple(outputs), "flops": flops,
+            "bytes_read": element_size * sum(_prod(s) for s in inputs),
+            "bytes_written": element_size * sum(_prod(s) for s in outputs), "launches": 1}
+
+
+def _linear(m, k, n, e) -> dict:
+    return _row("aten.addmm.default", "matmul", [(n,), (m, k), (k, n)], [(m, n)], e, flops=2.0 * m * k * n)
+
+
+def _attention_core(b, length, source, d, e) -> list:
+    """The kernels of PyTorch's native multi-head attention on the CPU after the input projection:
+    bias and scaling of q, k, v, ``bmm`` (scores), softmax, ``bmm`` (values), the heads made contiguous
+    again. The head count is not in the op's tensor shapes: heads of 64 features are assumed."""
+    heads = d // 64 if d % 64 == 0 else 1
+    hd, bh = d // heads, b * heads
+    return [_row("aten._transform_bias_rescale_qkv.default", "elementwise", [(b, length, 3 * d), (3 * d,)],
+                 [(b, heads, length, hd)] * 3, e),
+            _row("aten.bmm.default", "matmul", [(bh, length, hd), (bh, hd, source)], [(bh, length, source)], e,
+                 flops=2.0 * bh * length * source * hd),
+            _row("aten._softmax.default", "reduction", [(b, heads, length, source)], [(b, heads, length, source)], e),
+            _row("aten.bmm.default", "matmul", [(bh, length, source), (bh, source, hd)], [(bh, length, hd)], e,
+                 flops=2.0 * bh * length * source * hd),
+            _row("aten.clone.default", "copy", [(b, length, heads, hd)], [(b, length, heads, hd)], e)]
+
+
+def _fused_rows(name: str, row: Mapping):
+    """The kernels a fused op runs (as PyTorch's CPU implementation does), as trace-like rows; None
+    when its shapes are not understood."""
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    e = _element_size(row)
+    if name == "_transformer_encoder_layer_fwd" and len(shapes) >= 13 and len(shapes[0]) == 3:
+        b, s, d = shapes[0]
+        f = shapes[9][0]
+        m = b * s
+        add = _row("aten.add_.Tensor", "elementwise", [(m, d), (m, d)], [(m, d)], e)
+        norm = _row("aten.native_layer_norm.default", "reduction", [(m, d), (d,), (d,)], [(m, d), (m, 1), (m, 1)], e)
+        return [_linear(m, d, 3 * d, e), *_attention_core(b, s, s, d, e), _linear(m, d, d, e), add, norm,
+                _linear(m, d, f, e), _row("aten.relu_.default", "elementwise", [(m, f)], [(m, f)], e),
+                _linear(m, f, d, e), add, norm]
+    if name == "_native_multi_head_attention" and len(shapes) >= 7 and len(shapes[0]) == 3:
+        b, length, d = shapes[0]
+        source = shapes[1][1] if len(shapes[1]) == 3 else length
+        projections = ([_linear(b * length, d, 3 * d, e)] if shapes[0] == shapes[1] == shapes[2] else
+                       [_linear(b * length, d, d, e), _linear(b * source, d, d, e), _linear(b * source, d, d, e)])
+        return projections + _attention_core(b, length, source, d, e) + [_linear(b * length, d, d, e)]
+    return None
+
+
+def _generic(profile: Profile, row: Mapping) -> float:
+    return max(profile.overhead("dispatch_s"),
+               float(row.get("flops") or 0) / profile.peak_flop_rate,
+               (float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)) / profile.peak_bandwidth)
+
+
+def _family(row: Mapping, name: str) -> str:
+    kind = row.get("kind", "other")
+    if kind == "reduction" and "pool" in name:
+        return "pool_backward" if "backward" in name else "pool"
+    if kind in ("matmul", "attention", "elementwise", "reduction", "copy", "optimizer"):
+        return kind
+    if kind == "conv":
+        return "conv_backward" if "backward" in name else "conv"
+    return _FAMILY_OF.get(name, "generic")
+
+
+def _outer_k(row: Mapping, dims, outer) -> float:
+    """The inner dimension ``K`` of a backward ``mm`` row when it is short (at most the ``outer`` grid's
+    largest ``K``, and below both outer dimensions: a weight gradient ``grad.t() @ input`` at a small
+    batch, or an input gradient through a layer of few outputs), else None. Forward products keep the
+    square grid whatever their shape."""
+    outputs = row.get("output_shapes") or ()
+    if (dims is None or not outputs or len(tuple(outputs[0])) < 2 or row.get("phase") != "backward"
+            or _name(row.get("op", "")) != "mm"):
+        return None
+    m, kn = dims
+    n = float(tuple(outputs[0])[-1])
+    k = kn / n if n else 0.0
+    return k if 0 < k <= outer.m[-1] and k < min(m, n) else None
+
+
+def _both_gradients(row: Mapping, dims: tuple) -> tuple:
+    """``((M, K·N), share)`` of a convolution backward row on the calibration's terms: ``K·N`` of the
+    input and weight gradients both (as calibrated: ``2·C_in·k²·C_out`` from the weight's shape), and the
+    share of that work the row does (½ for the first layer's weight gradient alone)."""
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    if len(shapes) < 3 or len(shapes[2]) != 4:
+        return dims, 1.0
+    both = 2.0 * _prod(shapes[2])
+    return (dims[0], both), min(dims[1] / both, 1.0)
+
+
+def _sized_grids(profile: Profile, base: str) -> dict:
+    """``{image side: grid}`` of the profile's grids named ``base@side`` (an older profile's single
+    ``base`` grid: side 0)."""
+    out = {}
+    for key, grid in profile.grids.items():
+        stem, _, side = key.partition("@")
+        if stem == base:
+            out[int(side) if side else 0] = grid
+    return {s: g for s, g in out.items() if s} or out
+
+
+def _conv_side(row: Mapping) -> float:
+    """The side of the convolution's square-equivalent output image (the gradient's, for a backward op)."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = (row.get("input_shapes") or ()) if backward else (row.get("output_shapes") or ())
+    out = tuple(shapes[0]) if shapes else ()
+    return math.sqrt(_prod(out[2:])) if len(out) > 2 else 0.0
+
+
+def _conv_grid_time(profile: Profile, base: str, dims: tuple, side: float):
+    """Seconds from the ``base`` grids at ``dims``, interpolated in log time against log image side
+    between the two calibrated sides around ``side`` (the nearest one outside them); None without any."""
+    grids = _sized_grids(profile, base)
+    if not grids:
+        return None
+    sides = sorted(grids)
+    if len(sides) == 1 or side <= 0:
+        return grids[sides[0]](*dims)
+    lo = max([s for s in sides if s <= side], default=sides[0])
+    hi = min([s for s in sides if s >= side], default=sides[-1])
+    if lo == hi:
+        return grids[lo](*dims)
+    w = math.log(side / lo) / math.log(hi / lo)
+    return math.exp((1 - w) * math.log(grids[lo](*dims)) + w * math.log(grids[hi](*dims)))
+
+
+def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bool):
+    """Seconds from the family's calibration, or None when the profile lacks it."""
+    if family == "matmul":
+        dims = matmul_dims(row)
+        outer = profile.grids.get("matmul_outer")
+        inner = _outer_k(row, dims, outer) if outer is not None else None
+        if inner is not None:
+            return outer(inner, dims[0] * dims[1] / inner)
+        grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
+        grid = grid or profile.grids.get("matmul")
+        return None if dims is None or grid is None else grid(*dims)
+    if family in ("conv", "conv_backward") and _sized_grids(profile, family):
+        dims = conv_dims(row)
+        if dims is None:
+            return None
+        dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
+        native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
+        seconds = _conv_grid_time(profile, f"{family}_native", dims, _conv_side(row)) if native else None
+        seconds = seconds if seconds is not None else _conv_grid_time(profile, family, dims, _conv_side(row))
+        return seconds * share
+    if family in ("conv", "conv_backward", "attention"):
+        x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
+             else float(row.get("flops") or 0))
+        curve = profile.curves.get(family)
+        if curve is None and family == "conv_backward" and "conv" in profile.curves:
+            curve, x = profile.curves["conv"], 2 * x  # a backward pass ~ two forward convolutions
+        return None if curve is None or x <= 0 else curve(x)
+    curve_name = "elementwise" if family == "optimizer" else family
+    fallback = {"rng": "elementwise", "pool": "reduction", "pool_backward": "elementwise"}.get(family)
+    curve = profile.curves.get(curve_name) or (profile.curves.get(fallback) if fallback else None)
+    if curve is None:
+        return None
+    moved = float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)
+    extra = 0.0
+    if family == "optimizer":  # a _foreach_ op loops over its tensors (one pair per parameter)
+        extra = max(0, len(row.get("input_shapes") or ()) // 2 - 1) * profile.overhead("dispatch_s")
+    return curve(max(moved, 1.0)) + extra
+
+
+def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
+    """The predicted cost of one traced op on ``profile``'s device.
+
+    Parameters
+    ----------
+    profile : Profile
+        The device's calibration.
+    row : mapping
+        One row of :func:`crossover.opcost.trace.trace_module` (``op``, ``kind``, ``input_shapes``,
+        ``output_shapes``, ``flops``, ``bytes_read``, ``bytes_written``, ``launches``).
+    cold : bool
+        The model's weights do not fit in the warm caches (``Profile.warm_bytes``): matrix products are
+        costed with their weights cycled through DRAM.
+
+    Returns
+    -------
+    OpCost
+    """
+    on_gpu = profile.device == "cuda"
+    name = _name(row.get("op", ""))
+    launches = int(row.get("launches", 1) or 0)
+    if row.get("kind") == "view" or launches == 0:
+        return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
+    fused = _fused_rows(name, row)
+    if fused is not None:
+        parts = [op_cost(profile, sub, cold=cold) for sub in fused]
+        view = profile.overhead("view_s") * _FUSED_VIEWS
+        return OpCost(sum(p.host_s for p in parts) + view, sum(p.device_s for p in parts),
+                      sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
+                      launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
+    family = _family(row, name)
+    warning = ""
+    seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
+    if seconds is None:
+        seconds = _generic(profile, row)
+        warning = (f"no calibration covers {row.get('op', name)} (kind {row.get('kind', 'other')}): predicted from "
+                   f"the generic model max(dispatch, FLOPs / peak rate, bytes / peak bandwidth)")
+        family = "generic"
+    floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
+    compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
+    if on_gpu:
+        return OpCost(profile.overhead("launch_s") * launches, seconds, floor, family, launches, warning, compute)
+    return OpCost(seconds, 0.0, floor, family, launches, warning, compute)

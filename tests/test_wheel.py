@@ -1,0 +1,50 @@
+"""The built wheel (not the editable checkout): every subpackage is in it and imports, and it carries
+the shipped results and profiles that ``crossover predict`` reads without ``--results``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def unpacked_wheel(tmp_path_factory):
+    """The wheel built from this checkout, unpacked into a folder put first on ``sys.path``."""
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                            "--wheel-dir", str(out), str(ROOT)], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.fail(f"pip wheel failed:\n{built.stderr[-2000:]}")
+    (wheel,) = out.glob("crossover-*.whl")
+    site = out / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site
+
+
+def _subpackages() -> list:
+    return sorted(".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "crossover").rglob("__init__.py"))
+
+
+def test_every_subpackage_is_in_the_wheel_and_imports(unpacked_wheel):
+    packages = _subpackages()
+    assert len(packages) >= 8  # crossover, cli and the six concerns
+    code = ("import importlib, sys\n"
+            f"for name in {packages!r}:\n"
+            "    module = importlib.import_module(name)\n"
+            f"    assert module.__file__.startswith({str(unpacked_wheel)!r}), module.__file__\n"
+            "from crossover.shipped_data import shipped_profiles_dir, shipped_results_dir\n"
+            "print(shipped_results_dir(), shipped_profiles_dir())\n")
+    env = dict(os.environ, PYTHONPATH=str(unpacked_wheel))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=unpacked_wheel)
+    assert run.returncode == 0, run.stderr[-2000:]
+    results, profiles = run.stdout.split()
+    assert results.startswith(str(unpacked_wheel)) and profiles.startswith(str(unpacked_wheel))
+    assert any((unpacked_wheel / "crossover" / "shipped_profiles").rglob("calibration.csv.gz"))
+    assert any((unpacked_wheel / "crossover" / "shipped_results").rglob("results.csv"))
