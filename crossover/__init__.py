@@ -41,7 +41,7 @@ _EXPORTS = {
     "SeriesFit": "fit.series_fit",
     "Fits": "fit.series_fit",
     "fit_series": "fit.series_fit",
-    "fit_results": "fit.series_fit",
+    "fit_results": "fit.all_series",
     "series_seed": "fit.series_fit",
     "cv_splits": "fit.validation",
     "cross_validate": "fit.validation",

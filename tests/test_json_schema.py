@@ -12,7 +12,8 @@ import pytest
 from crossover.cli import main
 from crossover.cli.analysis import FIT_SCHEMA, PREDICT_SCHEMA
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.fit.series_fit import fit_results, series_id
+from crossover.fit.all_series import fit_results
+from crossover.fit.series_fit import series_id
 from crossover.results.store import load_results
 from crossover.results.columns import SERIES_KEYS
 

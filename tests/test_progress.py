@@ -12,7 +12,8 @@ from crossover import progress as P
 from crossover.measurement import sweep
 from crossover.cli import main
 from crossover.cli.args import DEFAULT_RESULTS
-from crossover.fit.series_fit import fit_costs, fit_results, one_row_per_size
+from crossover.fit.all_series import fit_results
+from crossover.fit.series_fit import fit_costs, one_row_per_size
 from crossover.fit.validation import check_frame, split_heldout
 from crossover.measurement.toy_step import ConfigError
 from crossover.progress import Progress, progress_bar, wants_progress

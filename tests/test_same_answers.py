@@ -12,7 +12,7 @@ from crossover.paper.latex import format_interval, format_number
 from crossover.paper.fits import crossover_macros
 from crossover.results.store import load_results
 
-HOST = "nvidia-h100-80gb-hbm3-16c"
+HOST = "nvidia-h200-16c"  # the host whose CPU and GPU hold the most baseline rows (paired)
 
 
 @pytest.mark.slow
@@ -25,7 +25,9 @@ def test_notebook_figure_paper_and_predict_agree_on_the_crossover(cli, tmp_path)
 
     figure = load_context(DEFAULT_RESULTS, tmp_path / "figs", diagram=False).sweep("batch_size")["marker"]
 
-    result = cli("predict", "--machine", HOST, "--statistic", "median", "--d-model", 128, "--n-layers", 128,
+    main_run = frame.loc[frame["machine"] == HOST, "results_dir"].iloc[0]  # the study's rows: the host's main run
+    assert set(frame.loc[frame["machine"] == HOST, "results_dir"]) == {main_run}
+    result = cli("predict", "--results", main_run, "--machine", HOST, "--statistic", "median", "--d-model", 128, "--n-layers", 128,
                  "--batch-size", 1, "--quiet", "--json")
     assert result.returncode == 0, result.stderr
     predicted = json.loads(result.stdout)["crossover"]

@@ -37,7 +37,7 @@ _EXPORTS = {
     "Fits": "crossover.fit.series_fit",
     "Crossover": "crossover.analysis.crossovers",
     "fit_series": "crossover.fit.series_fit",
-    "fit_results": "crossover.fit.series_fit",
+    "fit_results": "crossover.fit.all_series",
     "series_seed": "crossover.fit.series_fit",
     "one_row_per_size": "crossover.fit.series_fit",
     "cv_splits": "crossover.fit.validation",

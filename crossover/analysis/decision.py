@@ -98,7 +98,7 @@ def load_points(results, *, drop_drifted: bool = False, **filters):
 def fit_for_decision(frame, models: Optional[Sequence[str]] = None, *, n_boot: int = N_BOOT, seed: int = 0,
                      bootstrap: str = "residuals", statistic: str = DEFAULT_STATISTIC,
                      progress: Optional[Callable] = None):
-    """Fit every series of ``frame`` (see :func:`crossover.fit.series_fit.fit_results`), after checking
+    """Fit every series of ``frame`` (see :func:`crossover.fit.all_series.fit_results`), after checking
     that every model named in ``models`` exists (None: each device's default candidates).
 
     Raises
@@ -107,7 +107,7 @@ def fit_for_decision(frame, models: Optional[Sequence[str]] = None, *, n_boot: i
         Unknown model names, all listed at once.
     """
     from ..fit.latency_models import MODELS, model_parameters
-    from ..fit.series_fit import fit_results
+    from ..fit.all_series import fit_results
 
     unknown = []
     for model in models or ():

@@ -24,7 +24,7 @@ _EXPORTS = {
     "SeriesFit": "series_fit",
     "Fits": "series_fit",
     "fit_series": "series_fit",
-    "fit_results": "series_fit",
+    "fit_results": "all_series",
     "SERIES_KEYS": "crossover.results.columns",
     "cross_validate": "validation",
     "check_parameters": "peaks",

@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["cache_dir", "enabled", "key_of", "load", "store", "clear"]
+__all__ = ["cache_dir", "enabled", "key_of", "code_digest", "load", "store", "clear"]
 
 #: Bumped when the stored object's layout changes.
 CACHE_VERSION = 1
@@ -53,7 +53,8 @@ def enabled() -> bool:
 
 
 @lru_cache(maxsize=1)
-def _code_digest() -> str:
+def code_digest() -> str:
+    """A digest of the fitting code's source (:data:`_FITTING_MODULES`): part of every key."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for name in _FITTING_MODULES:
@@ -68,7 +69,7 @@ def key_of(frame: pd.DataFrame, series_key: dict, options: dict) -> str:
     """The cache key of fitting ``frame`` (checked rows, one per size) of the series ``series_key``
     with ``options`` (every keyword of :func:`crossover.fit.series_fit.fit_series`)."""
     digest = hashlib.sha256()
-    digest.update(f"v{CACHE_VERSION}:{_code_digest()}".encode())
+    digest.update(f"v{CACHE_VERSION}:{code_digest()}".encode())
     digest.update(json.dumps({k: str(v) for k, v in series_key.items()}, sort_keys=True).encode())
     digest.update(json.dumps({k: repr(v) for k, v in options.items()}, sort_keys=True).encode())
     columns = [c for c in ("d_model", "n_layers", "batch_size", "latency_s", "latency_deviation") if c in frame]

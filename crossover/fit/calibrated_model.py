@@ -40,7 +40,8 @@ __all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", 
 PARTS = ("floor", "memory", "compute")
 #: How the matrix products' weights are costed: the same weight every call, or cycled through DRAM.
 WARMTH = ("hot", "cold")
-_CACHE: dict = {}  # (profile token, d_model, batch_size, workload, dtype) -> {part name: (one layer, two layers)}
+_CACHE: dict = {}  # profile token -> {(d_model, batch_size, workload, dtype): {part name: [one layer, two layers]}}
+_TRACES: dict = {}  # (d_model, n_layers, batch_size, workload, dtype) -> a traced step (see _traced)
 
 
 def part_names() -> tuple:
@@ -52,31 +53,93 @@ def _token(profile: Profile) -> tuple:
     return (profile.path, profile.label) if profile.path else (id(profile), profile.label)
 
 
-def _one_and_two_layers(profile: Profile, d_model: int, batch_size: int, workload: str, dtype: str) -> dict:
-    """Each part's seconds for a ResidualMLP of one and of two layers (cached per profile and size)."""
-    key = (_token(profile), d_model, batch_size, workload, dtype)
-    if key in _CACHE:
-        return _CACHE[key]
-    import torch
+def _traced(d_model: int, n_layers: int, batch_size: int, workload: str, dtype: str) -> tuple:
+    """One traced step of a ResidualMLP (rows, module calls, parameters, parameter bytes), cached per
+    size: the trace does not depend on the profile, so every profile costs the same trace."""
+    key = (d_model, n_layers, batch_size, workload, dtype)
+    if key not in _TRACES:
+        import torch
 
-    from ..measurement.toy_model import ResidualMLP
-    from ..opcost.module_predict import step_prediction, trace_step
+        from ..measurement.toy_model import ResidualMLP
+        from ..opcost.module_predict import trace_step
 
-    torch_dtype = getattr(torch, dtype)
-    out = {name: [0.0, 0.0] for name in part_names()}
-    for i, n_layers in enumerate((1, 2)):
+        torch_dtype = getattr(torch, dtype)
         model = ResidualMLP(d_model, n_layers, device="meta", dtype=torch_dtype)
         table, calls = trace_step(model, (d_model,), batch_size, workload, torch_dtype)
-        rows = table.to_dict("records")
         n_params = sum(1 for p in model.parameters() if p.requires_grad)
         param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        _TRACES[key] = (table.to_dict("records"), calls, n_params, param_bytes)
+    return _TRACES[key]
+
+
+def _stored_parts(profile: Profile) -> dict:
+    """This profile's parts computed before, in this process or (through the fit cache's folder, when
+    the cache is on) by an earlier one: keyed by the profile file's digest and the costing code's."""
+    token = _token(profile)
+    if token not in _CACHE:
+        from . import cache
+
+        stored = cache.load(_parts_key(profile)) if cache.enabled() and profile.path else None
+        _CACHE[token] = stored if isinstance(stored, dict) else {}
+    return _CACHE[token]
+
+
+def _parts_key(profile: Profile) -> str:
+    from . import cache
+
+    return "toyparts-" + hashlib.sha256((cache.code_digest() + profile_digest(profile)).encode()).hexdigest()
+
+
+def _save_parts(profile: Profile) -> None:
+    from . import cache
+
+    if cache.enabled() and profile.path:
+        cache.store(_parts_key(profile), _CACHE[_token(profile)])
+
+
+def _one_and_two_layers(profile: Profile, d_model: int, batch_size: int, workload: str, dtype: str) -> tuple:
+    """Each part's seconds for a ResidualMLP of one and of two layers (cached per profile and size),
+    and whether it was computed now (not found in the cache)."""
+    stored = _stored_parts(profile)
+    key = (d_model, batch_size, workload, dtype)
+    if key in stored:
+        return stored[key], False
+    from ..opcost.module_predict import step_prediction
+
+    out = {name: [0.0, 0.0] for name in part_names()}
+    for i, n_layers in enumerate((1, 2)):
+        rows, calls, n_params, param_bytes = _traced(d_model, n_layers, batch_size, workload, dtype)
         for warmth in WARMTH:
             step = step_prediction(profile, rows, module_calls=calls, n_params=n_params, param_bytes=param_bytes,
                                    weights=warmth, top=0)
             for part, share in zip(PARTS, ("launch_share", "memory_share", "compute_share")):
                 out[f"{part}_{warmth}_s"][i] = step["latency_s"] * step[share]
-    _CACHE[key] = out
-    return out
+    stored[key] = out
+    return out, True
+
+
+#: Batch sizes up to this are costed exactly (each integer traced); above it, at geometric knots.
+EXACT_BATCH_MAX = 32
+#: Knots per octave of batch size above :data:`EXACT_BATCH_MAX` (9% apart).
+KNOTS_PER_OCTAVE = 8
+
+
+def _batch_knots(B: np.ndarray) -> tuple:
+    """The knots below and above each batch size and its weight toward the upper one (linear in B).
+
+    Integer knots up to :data:`EXACT_BATCH_MAX`, then ``EXACT_BATCH_MAX * 2**(k / KNOTS_PER_OCTAVE)``
+    rounded to integers: a crossover search over batches 1-2048 traces the toy about 80 times, not
+    once per integer it passes.
+    """
+    B = np.asarray(B, dtype=float)
+    k = np.log2(np.maximum(B, EXACT_BATCH_MAX) / EXACT_BATCH_MAX) * KNOTS_PER_OCTAVE
+    geometric = B > EXACT_BATCH_MAX
+    lower = np.where(geometric, np.round(EXACT_BATCH_MAX * 2 ** (np.floor(k) / KNOTS_PER_OCTAVE)), np.floor(B))
+    upper = np.where(geometric, np.round(EXACT_BATCH_MAX * 2 ** ((np.floor(k) + 1) / KNOTS_PER_OCTAVE)),
+                     np.floor(B) + 1)
+    lower = np.minimum(lower, B)  # rounding never puts the lower knot above the size
+    upper = np.maximum(upper, lower + 1)
+    return lower, upper, np.clip((B - lower) / (upper - lower), 0.0, 1.0)
 
 
 def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "forward",
@@ -110,16 +173,24 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
     if not (np.all(d >= 1) and np.all(B >= 1)):
         raise ValueError("d_model and batch_size must be at least 1")
     out = {name: np.zeros(d.shape) for name in part_names()}
-    # A size between integers (a crossover's root finder asks for them) is interpolated between the
-    # integer sizes around it, bilinearly in (d_model, batch_size).
-    d0, B0 = np.floor(d), np.floor(B)
+    # A size between knots (a crossover's root finder asks for them) is interpolated between the knots
+    # around it, bilinearly in (d_model, batch_size): the knots are the integers, and past
+    # EXACT_BATCH_MAX batch sizes a geometric series (KNOTS_PER_OCTAVE to an octave), along which a
+    # step's parts change smoothly (the calibration's own grids are coarser).
+    d0 = np.floor(d)
+    B0, B1, B_up = _batch_knots(B)
+    new = False
     for d_corner, d_weight in ((d0, 1 - (d - d0)), (d0 + 1, d - d0)):
-        for B_corner, B_weight in ((B0, 1 - (B - B0)), (B0 + 1, B - B0)):
+        for B_corner, B_weight in ((B0, 1 - B_up), (B1, B_up)):
             weight = d_weight * B_weight
             for dv, bv in {(int(a), int(b)) for a, b, w in zip(d_corner.ravel(), B_corner.ravel(), weight.ravel()) if w > 0}:
                 where = (d_corner == dv) & (B_corner == bv) & (weight > 0)
-                for name, (one, two) in _one_and_two_layers(profile, dv, bv, workload, dtype).items():
+                parts, computed = _one_and_two_layers(profile, dv, bv, workload, dtype)
+                new = new or computed
+                for name, (one, two) in parts.items():
                     out[name][where] += weight[where] * (one + (L[where] - 1) * (two - one))
+    if new:
+        _save_parts(profile)
     return out
 
 

@@ -2,7 +2,7 @@
 
 A *series* is the set of rows sharing :data:`SERIES_KEYS` (one machine's device in one
 workload/mode/dtype/regime/transfer/thread setting); every series gets its own fit
-(:func:`fit_series`, or :func:`fit_results` for every series of a results frame). A fit reads each
+(:func:`fit_series`, or :func:`crossover.fit.all_series.fit_results` for every series of a results frame). A fit reads each
 point's latency from one statistic (:mod:`crossover.results.statistics`, the 10th percentile by default)
 into ``latency_s``, cross-validates the candidate models (:mod:`crossover.fit.validation`), keeps the
 one with the lowest held-out error on interior folds (:func:`crossover.fit.validation.selection_score`)
@@ -25,7 +25,6 @@ same rows of a series on the same statistic quotes the same interval.
 
 from __future__ import annotations
 
-import inspect
 import zlib
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -39,14 +38,14 @@ from ..axes import BYTES_PER_ELEMENT
 from ..errors import AnalysisError
 from .latency_models import (AXES, CALIBRATED, MODELS, PARAMS, default_models, evaluate, features,
                              fit_parameters, model_parameters, upper_bounds)
-from .latency_models import _starts as starts_of  # how many starts a fit tries: its cost, for the ETA
+from .latency_models import initial_guesses  # how many starts a fit tries: its cost, for the ETA
 from .bootstrap import bootstrap_draws
 from ..results.statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
                          held_out_predictions, heldout_predictions, interior_log_errors,
                          leave_one_out_log_errors, model_features, selection_score, split_heldout)
 
-__all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "fit_results", "one_row_per_size", "series_seed",
+__all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
 
 
@@ -228,7 +227,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = "residuals",
                statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None,
-               peaks="auto", calibration="auto") -> SeriesFit:
+               peaks="auto", calibration="auto", only_cached: bool = False) -> Optional[SeriesFit]:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     A fit is computed once and reused (:mod:`crossover.fit.cache`): the same rows, options and
@@ -282,6 +281,8 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         run's own ``calibration/``, else a shipped one of the rows' machine), looked up only where
         ``models`` is the default or names ``calibrated``; None: none.
         Kept as ``SeriesFit.calibration``.
+    only_cached : bool
+        Return the fit only if the cache holds it, else None (nothing is fitted).
 
     Returns
     -------
@@ -290,7 +291,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     frame = check_frame(frame, statistic)
     keys = {k: v for k, v in zip(SERIES_KEYS, _series_key(frame.iloc[0]))}
     if len({_series_key(row) for _, row in frame.iterrows()}) > 1:
-        raise AnalysisError("fit_series needs the rows of one series; use fit_results for several")
+        raise AnalysisError("fit_series needs the rows of one series; use crossover.fit.all_series.fit_results for several")
     if isinstance(peaks, str) and peaks == "auto":
         from .peaks import peaks_of_rows
 
@@ -313,6 +314,8 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     digest = profile_digest(calibration) if CALIBRATED in models else ""
     key = fit_cache.key_of(frame, keys, dict(options, calibration=digest)) if cache and fit_cache.enabled() else None
     fit = fit_cache.load(key) if key else None
+    if fit is None and only_cached:
+        return None
     if fit is None:
         fit = _fit_series(frame, keys, **options, on_fit=on_fit,
                           calibration=calibration if CALIBRATED in models else None)
@@ -347,10 +350,10 @@ def fit_costs(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, ax
     models = candidate_models(checked) if models is None else models
 
     def cost(model, starts=None):
-        n_starts = len(starts_of(model, X, t)) if starts is None else starts
+        n_starts = len(initial_guesses(model, X, t)) if starts is None else starts
         return float(len(model_parameters(model)) * n_starts)
 
-    costs = [cost(m) for m in models for _ in cv_folds(frame, m, axes, max_held_out_fraction)]
+    costs = [cost(m, 1) for m in models for _ in cv_folds(frame, m, axes, max_held_out_fraction)]  # one start each
     final = [chosen] if chosen else list(models)
     costs.append(float(np.mean([cost(m) for m in final])))
     costs += [float(np.mean([cost(m, 1) for m in final]))] * ((len(frame) if refits else 0) + n_boot)
@@ -397,7 +400,7 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
 
 
 class Fits(dict):
-    """Fitted series by label (see :func:`fit_results`), with the skipped ones in ``skipped`` (label:
+    """Fitted series by label (see :func:`crossover.fit.all_series.fit_results`), with the skipped ones in ``skipped`` (label:
     reason) and ``skipped_ids`` (label: :func:`series_id`)."""
 
     skipped: dict
@@ -422,76 +425,3 @@ def _labels(keys: list) -> list:
                  if i >= 2 and len({k[i] for k in same}) > 1]
         labels.append(f"{key[0]}/{key[1]}" + (f" [{', '.join(extra)}]" if extra else ""))
     return labels
-
-
-def _on_fit(bar, label, rows, models, planning, later):
-    """:func:`fit_series`' ``on_fit`` for :func:`fit_results`' bar: one step per fit; once the model is
-    chosen, the plan of what is left holds its bootstrap's real cost, then the ``later`` series'."""
-    def on_fit(stage, model):
-        bar.update(f"{label}: {stage} {model}")
-        if stage == "fit":
-            costs = fit_costs(rows, models, **planning, chosen=model)
-            left = len(costs) - len(fit_costs(rows, models, **dict(planning, n_boot=0, refits=False), chosen=model))
-            bar.replan(costs[len(costs) - left:] + later)
-    return on_fit
-
-
-def fit_results(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, min_points: int = 8,
-                progress=None, seed: int = 0, **options) -> Fits:
-    """Fit every series of a results frame.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Results (``load_results(..., raw=True)``), any number of series.
-    models : sequence of str
-        Candidate models, see :func:`fit_series`.
-    min_points : int
-        Series with fewer points are left out and listed in ``Fits.skipped``.
-    progress : callable, optional
-        ``progress(costs)`` returns a bar (:func:`crossover.progress.progress_bar` makes one): called
-        once with the expected cost of every least-squares fit planned (:func:`fit_costs` of each
-        series, in order). The bar's ``update(text)`` is called after each fit, its
-        ``replan(costs)`` with the costs left whenever the plan changes (a series found in the
-        cache needs no fit; a series' chosen model sets its bootstrap's cost), ``close()`` at the end.
-    seed : int
-        Each series' bootstrap is seeded with :func:`series_seed` of its label and ``seed``: the
-        same draws as :func:`fit_series` of that series alone.
-    **options
-        Passed to :func:`fit_series` (``statistic``, ``n_boot``, ``axes``, ...).
-
-    Returns
-    -------
-    Fits
-    """
-    frame = check_frame(frame, options.get("statistic", DEFAULT_STATISTIC))  # each fit_series rereads it
-    keys = [_series_key(row) for _, row in frame[list(SERIES_KEYS)].iterrows()]
-    frame = frame.assign(_key=keys)
-    unique = list(dict.fromkeys(keys))
-    fits, fits.skipped, fits.skipped_ids = Fits(), {}, {}
-    todo = []
-    for key, label in zip(unique, _labels(unique)):
-        rows = frame[frame["_key"] == key].drop(columns="_key")
-        if len(rows) < min_points:
-            fits.skipped[label] = f"{len(rows)} points (< {min_points})"
-            fits.skipped_ids[label] = series_id(dict(zip(SERIES_KEYS, key)))
-        else:
-            todo.append((label, rows))
-    defaults = {k: v.default for k, v in inspect.signature(fit_series).parameters.items()}
-    planning = {k: options.get(k, defaults[k]) for k in ("axes", "n_boot", "max_held_out_fraction", "statistic")}
-    plans = [fit_costs(rows, models, **planning) for _, rows in todo] if progress else []
-    bar = progress([c for plan in plans for c in plan]) if progress else None
-    try:
-        for i, (label, rows) in enumerate(todo):
-            later = [c for plan in plans[i + 1:] for c in plan]
-            on_fit = _on_fit(bar, label, rows, models, planning, later) if bar is not None else None
-            fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), on_fit=on_fit,
-                                     **options)
-            if bar is not None:
-                bar.replan(later)  # whatever was not done (a fit found in the cache) leaves the plan
-    finally:
-        if bar is not None:
-            bar.close()
-    if not fits:
-        raise AnalysisError(f"no series has {min_points} or more points to fit ({fits.skipped})")
-    return fits

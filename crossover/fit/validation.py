@@ -23,7 +23,7 @@ from ..axes import BYTES_PER_ELEMENT
 from ..results.columns import HELDOUT_SWEEP, SERIES_KEYS
 from ..errors import AnalysisError
 from .calibrated_model import NEEDS_CALIBRATION, calibration_for_rows
-from .latency_models import (AXES, CALIBRATED, default_models, evaluate, features, fit_parameters,
+from .latency_models import (AXES, CALIBRATED, default_models, evaluate, features, fit_parameters, initial_guesses,
                              model_parameters)
 from ..results.statistics import with_latency
 
@@ -146,6 +146,24 @@ def cv_folds(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES,
             for value, train, test in cv_splits(frame, axis, max_held_out_fraction) if len(train) >= n_params + 2]
 
 
+def best_start(model: str, X: SimpleNamespace, t: np.ndarray, *, loss="soft_l1", f_scale=0.1, peaks=None):
+    """Which of ``model``'s initial guesses (:func:`crossover.fit.latency_models.initial_guesses`) leads
+    to the best fit of every point: the one start each grouped-CV fold then fits from.
+
+    A guess is chosen, not the optimum it led to, so no fold starts from parameters fitted on the
+    points it holds out; the folds skip the other guesses, which on the shipped series led to the
+    same or a worse optimum, and cost a multi-start fit each.
+    """
+    guesses = initial_guesses(model, X, t)
+    if len(guesses) == 1:
+        return guesses[0]
+    costs = []
+    for guess in guesses:
+        theta = fit_parameters(model, X, t, [guess], loss=loss, f_scale=f_scale, peaks=peaks)
+        costs.append(float(np.sum(np.log(evaluate(model, theta, X) / t) ** 2)))
+    return guesses[int(np.argmin(costs))]
+
+
 def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = AXES, *, loss="soft_l1",
                          f_scale=0.1, max_held_out_fraction: float = 0.5, on_fit=None, peaks=None,
                          calibration=None) -> pd.DataFrame:
@@ -154,10 +172,13 @@ def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = 
     fits (:func:`crossover.fit.latency_models.upper_bounds`); ``calibration`` the profile the
     ``calibrated`` model reads."""
     X, t = model_features(frame, model, calibration), frame["latency_s"].to_numpy()
+    folds = cv_folds(frame, model, axes, max_held_out_fraction)
+    start = best_start(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks) if len(folds) > 1 else None
     rows = []
-    for axis, value, train, test in cv_folds(frame, model, axes, max_held_out_fraction):
+    for axis, value, train, test in folds:
         Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
-        theta = fit_parameters(model, Xtr, t[train], loss=loss, f_scale=f_scale, peaks=peaks)
+        theta = fit_parameters(model, Xtr, t[train], None if start is None else [start], loss=loss, f_scale=f_scale,
+                               peaks=peaks)
         if on_fit is not None:
             on_fit()
         Xte = SimpleNamespace(**{k: v[test] for k, v in vars(X).items()})

@@ -212,7 +212,8 @@ def accuracy_figures(ctx: FigureContext) -> None:
     from .. import plots
 
     for series, fit in ctx.fits.items():
-        predictions = A.cross_validate(ctx.base[ctx.base["series"] == series], fit.model, statistic=fit.statistic)
+        predictions = A.cross_validate(ctx.base[ctx.base["series"] == series], fit.model, statistic=fit.statistic,
+                                       calibration=fit.calibration)
         if predictions.empty:
             ctx.log(f"left out accuracy for {series}: too few points to hold any out")
             continue

@@ -1,0 +1,127 @@
+"""Fitting every series of a results frame: one :func:`crossover.fit.series_fit.fit_series` per
+series, from the fit cache where it holds one, in parallel processes where several series need
+fitting and the machine has cores for them."""
+
+from __future__ import annotations
+
+import inspect
+from concurrent.futures import ProcessPoolExecutor
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from ..errors import AnalysisError
+from ..results.columns import SERIES_KEYS
+from ..results.statistics import DEFAULT_STATISTIC
+from .series_fit import Fits, _labels, _series_key, fit_costs, fit_series, series_id, series_seed
+from .validation import check_frame
+
+__all__ = ["fit_results", "default_jobs"]
+
+
+def default_jobs() -> int:
+    """Processes :func:`fit_results` fits in by default: the cores this process may use."""
+    from ..measurement.procfs import usable_cores
+
+    return max(1, usable_cores())
+
+
+def _on_fit(bar, label, rows, models, planning, later):
+    """:func:`fit_series`' ``on_fit`` for :func:`fit_results`' bar: one step per fit; once the model is
+    chosen, the plan of what is left holds its bootstrap's real cost, then the ``later`` series'."""
+    def on_fit(stage, model):
+        bar.update(f"{label}: {stage} {model}")
+        if stage == "fit":
+            costs = fit_costs(rows, models, **planning, chosen=model)
+            left = len(costs) - len(fit_costs(rows, models, **dict(planning, n_boot=0, refits=False), chosen=model))
+            bar.replan(costs[len(costs) - left:] + later)
+    return on_fit
+
+
+def _fit_one(task):
+    rows, models, label, seed, options = task
+    return fit_series(rows, models, label=label, seed=seed, **options)
+
+
+def _fit_in_parallel(fits, todo, cached, missing, models, seed, options, bar, plans, jobs) -> None:
+    """Fill ``fits`` in ``todo``'s order: the ``cached`` ones as found, the ``missing`` ones fitted in
+    ``jobs`` processes (the bar advances by a series' planned fits when it is done)."""
+    tasks = [(rows, models, label, series_seed(label, seed), options) for label, rows in missing]
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        done = dict(zip([label for label, _ in missing], pool.map(_fit_one, tasks)))
+    for i, (label, _) in enumerate(todo):
+        fits[label] = cached.get(label) or done[label]
+        if bar is not None:
+            bar.update(label, count=len(plans[i]))
+
+
+def fit_results(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, min_points: int = 8,
+                progress=None, seed: int = 0, jobs: Optional[int] = None, **options) -> Fits:
+    """Fit every series of a results frame.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Results (``load_results(..., raw=True)``), any number of series.
+    models : sequence of str
+        Candidate models, see :func:`fit_series`.
+    min_points : int
+        Series with fewer points are left out and listed in ``Fits.skipped``.
+    progress : callable, optional
+        ``progress(costs)`` returns a bar (:func:`crossover.progress.progress_bar` makes one): called
+        once with the expected cost of every least-squares fit planned (:func:`fit_costs` of each
+        series, in order). The bar's ``update(text)`` is called after each fit, its
+        ``replan(costs)`` with the costs left whenever the plan changes (a series found in the
+        cache needs no fit; a series' chosen model sets its bootstrap's cost), ``close()`` at the end.
+    seed : int
+        Each series' bootstrap is seeded with :func:`series_seed` of its label and ``seed``: the
+        same draws as :func:`fit_series` of that series alone.
+    jobs : int, optional
+        Processes to fit in (default :func:`default_jobs`): the series the cache does not hold are
+        fitted in parallel when there are two or more (the same fits as one after another; the
+        progress bar then moves a series at a time).
+    **options
+        Passed to :func:`fit_series` (``statistic``, ``n_boot``, ``axes``, ...).
+
+    Returns
+    -------
+    Fits
+    """
+    frame = check_frame(frame, options.get("statistic", DEFAULT_STATISTIC))  # each fit_series rereads it
+    keys = [_series_key(row) for _, row in frame[list(SERIES_KEYS)].iterrows()]
+    frame = frame.assign(_key=keys)
+    unique = list(dict.fromkeys(keys))
+    fits, fits.skipped, fits.skipped_ids = Fits(), {}, {}
+    todo = []
+    for key, label in zip(unique, _labels(unique)):
+        rows = frame[frame["_key"] == key].drop(columns="_key")
+        if len(rows) < min_points:
+            fits.skipped[label] = f"{len(rows)} points (< {min_points})"
+            fits.skipped_ids[label] = series_id(dict(zip(SERIES_KEYS, key)))
+        else:
+            todo.append((label, rows))
+    defaults = {k: v.default for k, v in inspect.signature(fit_series).parameters.items()}
+    planning = {k: options.get(k, defaults[k]) for k in ("axes", "n_boot", "max_held_out_fraction", "statistic")}
+    plans = [fit_costs(rows, models, **planning) for _, rows in todo] if progress else []
+    bar = progress([c for plan in plans for c in plan]) if progress else None
+    jobs = default_jobs() if jobs is None else jobs
+    cached = {label: fit_series(rows, models, label=label, seed=series_seed(label, seed), only_cached=True, **options)
+              for label, rows in todo} if jobs > 1 else {}
+    missing = [(label, rows) for label, rows in todo if cached.get(label) is None]
+    try:
+        if jobs > 1 and len(missing) > 1:
+            _fit_in_parallel(fits, todo, cached, missing, models, seed, options, bar, plans, jobs)
+            todo = []
+        for i, (label, rows) in enumerate(todo):
+            later = [c for plan in plans[i + 1:] for c in plan]
+            on_fit = _on_fit(bar, label, rows, models, planning, later) if bar is not None else None
+            fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), on_fit=on_fit,
+                                     **options)
+            if bar is not None:
+                bar.replan(later)  # whatever was not done (a fit found in the cache) leaves the plan
+    finally:
+        if bar is not None:
+            bar.close()
+    if not fits:
+        raise AnalysisError(f"no series has {min_points} or more points to fit ({fits.skipped})")
+    return fits
