@@ -1,43 +1,101 @@
 #!/usr/bin/env bash
-# The GPU run, for a lent CUDA machine where each command has ~10 minutes. Run from the repo root:
-#   bash experiments/gpu_run.sh check   # CUDA tests, timer agreement, the overhead table (~3 min)
-#   bash experiments/gpu_run.sh cuda    # the gpu suite's CUDA points (resumes; repeat until done)
-#   bash experiments/gpu_run.sh cpu     # the gpu suite's host-CPU points (resumes; repeat until done)
-#   bash experiments/gpu_run.sh summary # the summary table of what is measured so far
-# Results go to results/gpu/<machine> (git-ignored, so they survive between calls on a warm machine)
-# and are copied to $OUT when it is set; commit them under experiments/results/<machine>/gpu.
-set -euo pipefail
-part=${1:?usage: gpu_run.sh check|cuda|cpu|summary}
-export PYTHONPATH=${PYTHONPATH:-.}
-PY=${PYTHON:-python}
-budget_s=${BUDGET_S:-540}
-machine=$($PY -c 'from crossover.measurement.environment import machine_label; print(machine_label())')
-results=results/gpu/$machine
-mkdir -p "$results"
+# The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
+#   OUT=/some/empty/dir bash experiments/gpu_run.sh
+# Within 7 minutes of wall time (each stage has its own limit, below: 400 s in all), so that a machine's
+# start and a rerun fit in a 15-minute lease. Each stage's files are packed into $OUT as soon as the stage
+# ends (at most 8 files, what the device tool brings back), the summary table last:
+#   env.json        the environment record (machine label, CPU, GPU, driver, torch)
+#   paired.tgz      the paired CPU/GPU suite (experiments/suites/gpu-paired.toml): results.csv, metadata.json
+#   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu)
+#   zoo.tgz         every zoo model measured on each device (`measure --model --json`) and predicted from
+#                   the two profiles (`predict --model --json`)
+#   peaks.json      the devices' measured peaks
+#   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
+#                   step pays that the calibration's queued primitives do not)
+#   tests.log       the CUDA tests
+#   summary.md      each stage's status and time, the rows measured, the zoo's errors
+# On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
+# script itself; its CPU numbers are not a GPU run's). Needs: python with torch (PYTHON=..., default
+# python3), PYTHONPATH=. (set here).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=.
+PY=${PYTHON:-python3}
+OUT=${OUT:?set OUT to an empty directory for the files this run brings back}
+mkdir -p "$OUT"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_run.XXXXXX")
+summary="$work/summary.md"
+start_s=$(date +%s)
+cuda=$($PY -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
+devices=cpu; [ "$cuda" = 1 ] && devices=cpu,cuda
+printf '# GPU run\n\n| stage | status | seconds |\n| --- | --- | --- |\n' > "$summary"
 
-case "$part" in
-  check)
-    $PY -m crossover env
-    $PY -m pytest -q tests/test_measurement.py tests/test_timing.py -k "cuda or timing" -p no:cacheprovider
-    $PY experiments/bench_timer_agreement.py --device cuda --rounds 20 --run-time-s 0.1
-    $PY experiments/bench_overhead.py --device cuda --batch-sizes 1 64 --run-time-s 0.5
-    $PY experiments/bench_interference.py --rounds 5
-    ;;
-  cuda|cpu)
-    # SIGINT at the budget: the sweep stops between points' rows; --resume continues next call.
-    timeout -s INT "$budget_s" $PY -m crossover sweep experiments/suites/gpu.toml --out "$results" \
-      --devices "$part" --resume --quiet || echo "gpu_run: stopped at the ${budget_s}s budget; run again to resume"
-    ;;
-  summary) ;;
-  *) echo "gpu_run: unknown part '$part'" >&2; exit 2 ;;
-esac
+# stage NAME LIMIT_S COMMAND...: run COMMAND with a time limit (SIGINT first, so a sweep stops between
+# rows), record its status and time in the summary.
+stage() {
+    local name=$1 limit=$2; shift 2
+    local t0 rc; t0=$(date +%s)
+    echo "=== $name (limit ${limit}s) at $(( t0 - start_s ))s"
+    timeout -s INT -k 10 "$limit" "$@" > "$work/$name.log" 2>&1; rc=$?
+    tail -n 5 "$work/$name.log"
+    local status=ok; [ "$rc" = 124 ] && status="stopped at its limit"; [ "$rc" != 0 ] && [ "$rc" != 124 ] && status="failed ($rc)"
+    printf '| %s | %s | %s |\n' "$name" "$status" "$(( $(date +%s) - t0 ))" >> "$summary"
+}
+skip() { echo "=== $1: skipped ($2)"; printf '| %s | skipped: %s | 0 |\n' "$1" "$2" >> "$summary"; }
+pack() { local name=$1; shift; (cd "$work" && tar czf "$OUT/$name" "$@" 2>/dev/null) || true; }
 
-$PY - "$results" <<'PY'
+stage env 20 $PY -m crossover env --json
+sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
+
+# The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
+# machine there is nothing to pair).
+if [ "$cuda" = 1 ]; then
+    stage paired 130 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet
+    pack paired.tgz paired
+else
+    skip paired "no CUDA on this machine"
+fi
+
+# Quick calibrations, the GPU's first (its host CPU's takes longer), into profiles/<device>.
+if [ "$cuda" = 1 ]; then
+    stage calibrate-cuda 55 $PY -m crossover calibrate --device cuda --quick --out "$work/profiles/cuda"
+else
+    skip calibrate-cuda "no CUDA on this machine"
+fi
+stage calibrate-cpu 75 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+pack profiles.tgz profiles
+
+# The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
+stage zoo 80 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
+pack zoo.tgz zoo
+
+stage peaks 15 $PY -m crossover peaks --devices "$devices" --out "$work"
+[ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
+
+if [ "$cuda" = 1 ]; then
+    stage step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --out "$work/zoo"
+    cp "$work/step-profile.log" "$OUT/step-profile.txt"
+    stage cuda-tests 35 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
+    cp "$work/cuda-tests.log" "$OUT/tests.log"
+else
+    skip step-profile "no CUDA on this machine"
+    skip cuda-tests "no CUDA on this machine"
+fi
+
+{
+    printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"
+    [ -f "$work/zoo/summary.md" ] && cat "$work/zoo/summary.md"
+    if [ -d "$work/paired" ]; then
+        printf '\n## The paired suite\n\n```\n'
+        $PY - "$work/paired" <<'PY'
 import sys
 import crossover
 frame = crossover.load_results(sys.argv[1], include_skipped=True)
 print(frame.groupby(["device", "sweep", "status"]).size().unstack(fill_value=0).to_string())
-ok = frame[(frame.status == "ok") & (frame.sweep == "batch_size")]
-print(ok.pivot_table(index="batch_size", columns="device", values="median_s").mul(1e3).round(4).to_string())
 PY
-if [ -n "${OUT:-}" ]; then cp -r "$results" "$OUT/"; fi
+        printf '```\n'
+    fi
+} >> "$summary" 2>&1
+cp "$summary" "$OUT/summary.md"
+cat "$summary"
+rm -rf "$work"

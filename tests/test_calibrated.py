@@ -58,9 +58,49 @@ def test_forcing_the_weights_hot_or_cold_overrides_their_size():
         direct_latency_s(profile, 64, 2, 8, "lukewarm")
 
 
-def test_toy_parts_refuses_a_gpu_profile():
-    with pytest.raises(ValueError, match="CPU profile"):
-        toy_parts(synthetic_profile("cuda"), 64, 2, 1)
+def gpu_profile():
+    """A GPU whose kernels run at 1 TFLOP/s after a 3 µs floor; launches cost 7 µs on the host, a sync 5."""
+    return synthetic_profile("cuda", dispatch_s=3 * US, flop_rate=1e12, bandwidth=1e12, launch_s=7 * US,
+                             sync_s=5 * US, module_call_s=1 * US, machine="gpubox")
+
+
+@pytest.mark.parametrize("d_model, n_layers, batch_size", [(32, 5, 3), (256, 3, 64)])
+def test_a_gpu_steps_host_device_and_sync_parts_are_the_step_costed_at_once(d_model, n_layers, batch_size):
+    profile = gpu_profile()
+    parts = toy_parts(profile, d_model, n_layers, batch_size)
+    assert set(parts) == {"host_s", "device_s", "sync_s"}
+    model = ResidualMLP(d_model, n_layers, device="meta")
+    table, calls = trace_step(model, (d_model,), batch_size)
+    whole = step_prediction(profile, table.to_dict("records"), module_calls=calls, n_params=n_layers,
+                            param_bytes=sum(p.numel() * p.element_size() for p in model.parameters()))
+    for name in ("host_s", "device_s", "sync_s"):
+        assert float(parts[name]) == pytest.approx(whole[name], rel=1e-9)
+    assert float(parts["sync_s"]) == pytest.approx(5 * US)
+    assert float(parts["host_s"]) > 3 * n_layers * 7 * US  # three launches a layer, 7 µs each, and module calls
+
+
+GPU_TRUTH = dict(step_s=30 * US, host_scale=1.3, device_scale=0.8)
+
+
+def test_a_fit_on_gpu_steps_drawn_from_the_calibrated_gpu_model_recovers_its_scales(tmp_path):
+    from crossover.fit.latency_models import CALIBRATED_GPU
+
+    profile = gpu_profile()
+    run = tmp_path / "gpu-run"
+    (run / RUN_CALIBRATION_DIR).mkdir(parents=True)
+    write_profile(run / RUN_CALIBRATION_DIR, profile)
+    d, L, B = (np.array(v, dtype=float) for v in zip(*sizes()))
+    X = features(d, L, B, calibration=profile)
+    t = evaluate(CALIBRATED_GPU, [GPU_TRUTH[n] for n in model_parameters(CALIBRATED_GPU)], X)
+    host, device = GPU_TRUTH["host_scale"] * X.host_s, GPU_TRUTH["device_scale"] * X.device_s
+    assert np.all(t >= GPU_TRUTH["step_s"] + X.sync_s + np.maximum(host, device) - 1e-12)  # a smooth max
+    assert np.any(host > device) and np.any(device > host)  # both regimes in the data: the scales are identified
+    theta = fit_parameters(CALIBRATED_GPU, X, t)
+    assert dict(zip(model_parameters(CALIBRATED_GPU), theta)) == pytest.approx(GPU_TRUTH, rel=1e-3)
+    rows = pd.DataFrame(dict(d_model=d, n_layers=L, batch_size=B, median_s=t, device="cuda", machine="gpubox",
+                             results_dir=str(run), threads=16))
+    assert calibration_for_rows(rows).device == "cuda"
+    assert default_models("cuda", calibrated=True)[-1] == CALIBRATED_GPU
 
 
 TRUTH = dict(floor_scale=0.8, floor_evicted_scale=1.4, memory_scale=2.0, compute_scale=1.3, gemm_layer_s=3 * US,
@@ -192,7 +232,7 @@ def test_a_fit_on_steps_drawn_from_the_calibrated_model_chooses_it_and_predicts_
 
 
 def test_asking_for_the_calibrated_model_without_a_calibration_says_how_to_get_one():
-    with pytest.raises(AnalysisError, match="crossover calibrate --device cpu --out RESULTS/calibration"):
+    with pytest.raises(AnalysisError, match="crossover calibrate --device cpu\\|cuda --out RESULTS/calibration"):
         fit_median(_rows(), [CALIBRATED], n_boot=0, cache=False)
 
 

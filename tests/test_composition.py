@@ -219,3 +219,27 @@ def test_extra_steps_are_timed_in_the_calibration_rounds_but_kept_apart():
     assert not any(r["key"] == "mine" for r in run.rows) and calls
     with pytest.raises(ValueError, match="extra step"):
         measure_calibration("cpu", plan, extra_steps=[(run.rows[1]["key"], lambda: None)])
+
+
+@pytest.mark.parametrize("workload", ["forward", "train"])
+def test_the_encoder_layers_trace_holds_the_ops_a_real_step_runs(workload):
+    """In eval mode without grad an encoder layer takes PyTorch's fused path
+    (``_transformer_encoder_layer_fwd``) on the CPU too; a training step runs the decomposed ops. The
+    trace must record what the profiler sees a real step run, not the work the Python source suggests."""
+    from crossover.measurement.module_rounds import example_input, make_module_step
+    from crossover.opcost.module_predict import model_mode
+
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    step = make_module_step(layer, example_input((16, 64), 2), workload)
+    step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    ran = {e.key for e in prof.key_averages() if e.key.startswith("aten::")}
+    with model_mode(layer, workload == "train"):
+        rows = trace_module(layer, torch.empty(2, 16, 64, device="meta"), workload).to_dict("records")
+    traced = {"aten::" + r["op"].replace("aten.", "").split(".")[0] for r in rows if r.get("phase") != "optimizer"}
+    fused = "aten::_transformer_encoder_layer_fwd"
+    assert (fused in traced) == (fused in ran) == (workload == "forward")
+    heavy = {"aten::addmm", "aten::mm", "aten::bmm", "aten::_transformer_encoder_layer_fwd",
+             "aten::_native_multi_head_attention", "aten::native_layer_norm"}
+    assert traced & heavy <= ran, sorted((traced & heavy) - ran)  # every costly op traced is one that ran

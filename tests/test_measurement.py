@@ -151,7 +151,15 @@ def test_cuda_dtypes_and_transfers(dtype, transfer):
 
 @requires_cuda
 def test_cuda_throughput_regime_is_not_slower_than_latency():
-    latency = measure(Config(d_model=64, n_layers=32, device="cuda"), FAST)
-    throughput = measure(Config(d_model=64, n_layers=32, device="cuda", regime="throughput"), FAST)
-    assert throughput.timing.calls_per_repeat > 1  # a block of queued calls, synchronised once
-    assert throughput.timing.median_s <= latency.timing.median_s * 1.2
+    """Queued calls cost no more a call than synchronised ones. On the H200 run (device-log.txt) one
+    latency measurement followed by one throughput measurement read 1.51 ms against 2.04 ms: each
+    was a single measurement of 0.05 s on a host whose load average was 3.7 (the zoo stage before it
+    had been stopped by its time limit), so the two saw different machines. The claim holds only for
+    the two regimes measured in the same conditions: alternate them and compare per pair."""
+    ratios = []
+    for _ in range(5):
+        latency = measure(Config(d_model=64, n_layers=32, device="cuda"), FAST)
+        throughput = measure(Config(d_model=64, n_layers=32, device="cuda", regime="throughput"), FAST)
+        assert throughput.timing.calls_per_repeat > 1  # a block of queued calls, synchronised once
+        ratios.append(throughput.timing.median_s / latency.timing.median_s)
+    assert sorted(ratios)[2] <= 1.2, ratios  # the median pair

@@ -32,7 +32,8 @@ def test_notebook_figure_paper_and_predict_agree_on_the_crossover(cli, tmp_path)
     assert result.returncode == 0, result.stderr
     predicted = json.loads(result.stdout)["crossover"]
     [decision] = json.loads(result.stdout)["decisions"]  # the decision first: which device up to where
-    assert decision["text"].startswith(f"use the CPU ({HOST}/cpu) up to batch size ~{notebook.x:.0f} [")
+    assert decision["text"].startswith(f"use the CPU ({HOST}/cpu) up to batch size ~")  # the paired rounds' median
+    assert f"fitted {notebook.x:.0f} [" in decision["text"] and predicted["paired_rounds"]["n_rounds"] == 8
     assert decision["text"].endswith(f"the GPU ({HOST}/cuda) above") and decision["cpu_wins_share"] == 1.0
 
     paper = {m.name: m.text for m in crossover_macros(fits)}

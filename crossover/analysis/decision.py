@@ -175,10 +175,25 @@ def decisions(fits: dict, result: dict, size: dict) -> list:
         else:
             below = cpu if c["winner_below"] == cpu.label else gpu
             above = gpu if below is cpu else cpu
-            text = (f"use {name[id(below)]} up to {axis} ~{c['at']:.0f} [{_number(c['low'])}, "
-                    f"{_number(c['high'])}], {name[id(above)]} above")
-        out.append(dict(between=c["between"], between_ids=c["between_ids"], cpu_wins_share=share, text=text))
+            paired = c.get("paired_rounds")
+            if paired and paired.get("median") is not None:  # measured pairs first, the fit beside
+                text = (f"use {name[id(below)]} up to {axis} ~{paired['median']:.0f} (measured: {paired['text']}; "
+                        f"fitted {c['at']:.0f} [{_number(c['low'])}, {_number(c['high'])}]), {name[id(above)]} above")
+            else:
+                text = (f"use {name[id(below)]} up to {axis} ~{c['at']:.0f} [{_number(c['low'])}, "
+                        f"{_number(c['high'])}], {name[id(above)]} above")
+        out.append(dict(between=c["between"], between_ids=c["between_ids"], cpu_wins_share=share, text=text,
+                        paired_median=(c.get("paired_rounds") or {}).get("median"),
+                        fitted_holds_paired=_holds(c)))
     return out
+
+
+def _holds(c: dict):
+    """Whether crossover ``c``'s fitted interval holds its paired rounds' median (None without both)."""
+    paired = c.get("paired_rounds") or {}
+    if paired.get("median") is None or c.get("low") is None or c.get("high") is None:
+        return None
+    return bool(c["low"] <= paired["median"] <= c["high"])
 
 
 def add_paired_rounds(results, fits: dict, result: dict, frame) -> None:

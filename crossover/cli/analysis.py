@@ -307,15 +307,20 @@ def _cmd_predict(args) -> int:
         low, high = c["range"]
         axis = c["axis"].replace("_", " ")
         held = ", ".join(f"{k}={v:g}" for k, v in c["fixed"].items() if v is not None)
+        if c.get("paired_rounds"):
+            print(f"measured crossover, round by round ({c['between'][0]} against {c['between'][1]}): "
+                  f"{c['paired_rounds']['text']}")
         if c["at"] is None:
             print(f"no crossover for {axis} {low:g}–{high:g} ({held}) between {c['between'][0]} and "
                   f"{c['between'][1]}: {c['winner_everywhere']} is faster throughout (the curves cross in "
                   f"{1 - c['never_fraction']:.0%} of bootstrap resamples)")
         else:
-            print(f"crossover at {axis} {c['at']:.4g} [{_number(c['low'])}, {_number(c['high'])}] ({held}): "
+            print(f"{'fitted ' if c.get('paired_rounds') else ''}crossover at {axis} {c['at']:.4g} "
+                  f"[{_number(c['low'])}, {_number(c['high'])}] ({held}): "
                   f"{c['winner_below']} below, {c['winner_above']} above "
                   f"(no crossing in {c['never_fraction']:.0%} of bootstrap resamples)")
-        if c.get("paired_rounds"):
-            print(f"  measured, round by round: {c['paired_rounds']['text']}")
+        if c.get("paired_rounds") and c["at"] is not None:
+            holds = c["low"] is not None and c["low"] <= c["paired_rounds"]["median"] <= c["high"]
+            print(f"  the fitted interval {'holds' if holds else 'misses'} the paired rounds' median")
     _print_noise_floors(result["noise_floors"])
     return 0

@@ -191,6 +191,9 @@ def add_calibrate(sub) -> None:
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to calibrate (default cpu)")
     p.add_argument("--out", type=Path, required=True, help="directory for profile.json and calibration.csv.gz")
+    p.add_argument("--rebuild", action="store_true",
+                   help="measure nothing: rebuild --out's profile.json from its calibration.csv.gz with this "
+                        "version's code (machine, threads and run metadata kept)")
     plan = p.add_mutually_exclusive_group()
     plan.add_argument("--quick", action="store_true", help="coarser grids and 8 rounds: about 70 s on 2 cores "
                                                            "(default: the full plan, 30 rounds, about 10 minutes)")
@@ -214,6 +217,15 @@ def _cmd_calibrate(args) -> int:
     from ..opcost.calibration_plan import PLANS, points
     from ..progress import Progress, wants_progress
 
+    if args.rebuild:
+        from ..opcost.calibrate import rebuild_profile
+
+        profile = rebuild_profile(args.out)
+        if args.json:
+            print_json(profile.to_json())
+        else:
+            print(f"{profile.label}: rebuilt {args.out / 'profile.json'} from its calibration.csv.gz")
+        return 0
     plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
     if args.rounds:
         plan = dataclasses.replace(plan, rounds=args.rounds)

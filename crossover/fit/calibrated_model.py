@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..errors import AnalysisError
 from ..opcost.profiles import PROFILE_NAME, Profile, load_profile, shipped_profile_files
 from ..results.side_files import side_files
 
@@ -44,8 +45,15 @@ _CACHE: dict = {}  # profile token -> {(d_model, batch_size, workload, dtype): {
 _TRACES: dict = {}  # (d_model, n_layers, batch_size, workload, dtype) -> a traced step (see _traced)
 
 
-def part_names() -> tuple:
-    """``("floor_hot_s", "memory_hot_s", ..., "compute_cold_s")``: the feature names of :func:`toy_parts`."""
+#: The parts of a step on a GPU: the host's launches and overheads, and the device's kernels.
+GPU_PARTS = ("host_s", "device_s", "sync_s")
+
+
+def part_names(device: str = "cpu") -> tuple:
+    """The feature names of :func:`toy_parts`: on a CPU ``("floor_hot_s", "memory_hot_s", ...,
+    "compute_cold_s")``, on a GPU :data:`GPU_PARTS`."""
+    if str(device).startswith("cuda"):
+        return GPU_PARTS
     return tuple(f"{part}_{warmth}_s" for warmth in WARMTH for part in PARTS)
 
 
@@ -106,9 +114,14 @@ def _one_and_two_layers(profile: Profile, d_model: int, batch_size: int, workloa
         return stored[key], False
     from ..opcost.module_predict import step_prediction
 
-    out = {name: [0.0, 0.0] for name in part_names()}
+    out = {name: [0.0, 0.0] for name in part_names(profile.device)}
     for i, n_layers in enumerate((1, 2)):
         rows, calls, n_params, param_bytes = _traced(d_model, n_layers, batch_size, workload, dtype)
+        if profile.device != "cpu":  # a GPU step: the host's part and the device's, overlapped
+            step = step_prediction(profile, rows, module_calls=calls, n_params=n_params, param_bytes=param_bytes, top=0)
+            for name in GPU_PARTS:
+                out[name][i] = step[name]
+            continue
         for warmth in WARMTH:
             step = step_prediction(profile, rows, module_calls=calls, n_params=n_params, param_bytes=param_bytes,
                                    weights=warmth, top=0)
@@ -149,7 +162,9 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
     Parameters
     ----------
     profile : Profile
-        A CPU profile (``crossover calibrate``).
+        A calibration profile (``crossover calibrate``): on a CPU the parts are the floor, the
+        elementwise ops and the matrix products, hot and cold; on a GPU the host's launches and
+        overheads, the device's kernels and the synchronisation (:data:`GPU_PARTS`).
     d_model, n_layers, batch_size : int, float or arrays
         The sizes (broadcast together); between integers, interpolated between the integers around.
     workload : {"forward", "train"}
@@ -162,17 +177,11 @@ def toy_parts(profile: Profile, d_model, n_layers, batch_size, workload: str = "
         :func:`part_names` -> float array of seconds per step, broadcast over the sizes:
         ``parts(L) = parts(1) + (L - 1) * (parts(2) - parts(1))``.
 
-    Raises
-    ------
-    ValueError
-        A GPU profile (its step is not a sum of parts).
     """
-    if profile.device != "cpu":
-        raise ValueError(f"the calibrated toy model needs a CPU profile, not {profile.label}")
     d, L, B = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (d_model, n_layers, batch_size)))
     if not (np.all(d >= 1) and np.all(B >= 1)):
         raise ValueError("d_model and batch_size must be at least 1")
-    out = {name: np.zeros(d.shape) for name in part_names()}
+    out = {name: np.zeros(d.shape) for name in part_names(profile.device)}
     # A size between knots (a crossover's root finder asks for them) is interpolated between the knots
     # around it, bilinearly in (d_model, batch_size): the knots are the integers, and past
     # EXACT_BATCH_MAX batch sizes a geometric series (KNOTS_PER_OCTAVE to an octave), along which a
@@ -223,8 +232,8 @@ def profile_digest(profile: Optional[Profile]) -> str:
 #: Where a results directory keeps the calibration measured with it (``crossover calibrate --out RUN/calibration``).
 RUN_CALIBRATION_DIR = "calibration"
 #: What asking for the ``calibrated`` model without a calibration says.
-NEEDS_CALIBRATION = ("the 'calibrated' model needs a calibration profile of the series' machine: "
-                     f"'crossover calibrate --device cpu --out RESULTS/{RUN_CALIBRATION_DIR}' beside its results")
+NEEDS_CALIBRATION = ("the 'calibrated' models need a calibration profile of the series' machine and device: "
+                     f"'crossover calibrate --device cpu|cuda --out RESULTS/{RUN_CALIBRATION_DIR}' beside its results")
 
 
 def _candidates(frame) -> list:
@@ -235,28 +244,50 @@ def _candidates(frame) -> list:
 
 
 def calibration_for_rows(frame) -> Optional[Profile]:
-    """The CPU profile whose calibration costs these rows' steps, or None.
+    """The profile of these rows' machine and device whose calibration costs their steps, or None.
 
     The first ``profile.json`` in their results directory's ``calibration/`` (the calibration measured
     with the run: ``crossover calibrate --out RUN/calibration``), beside their results or in the
     directory above, else among the shipped ones (``experiments/profiles``), whose machine and device are the rows' and whose thread count is
-    theirs (when both are known). Only CPU series get one (see the module docstring).
+    theirs (when both are known; a GPU series' profile is its GPU's).
     """
     if frame.empty or not {"machine", "device"} <= set(frame.columns):
         return None
     first = frame.iloc[0]
-    if str(first["device"]) != "cpu":
-        return None
+    device = str(first["device"])
     threads = int(first["threads"]) if "threads" in frame and np.isfinite(float(first["threads"] or np.nan)) else 0
+    if device != "cpu":
+        threads = 0  # a GPU series' thread count is its host's, not what the GPU profile was measured at
+        if "mode" in frame and str(first["mode"]) != "eager":
+            return None  # CUDA graphs and compiled steps launch otherwise than the calibration's eager ops
     for file in _candidates(frame):
         try:
             profile = load_profile(file)
         except Exception:  # an unreadable profile is no calibration for these rows
             continue
-        if (profile.machine, profile.device) == (str(first["machine"]), "cpu") and \
+        if (profile.machine, profile.device) == (str(first["machine"]), device) and \
                 (not threads or not profile.threads or profile.threads == threads):
             return profile
     return None
+
+
+def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
+    """The ``calibrated-gpu`` model: a synchronised GPU step from its calibrated parts (pure).
+
+    ``t = step_s + sync + smax(host_scale · host, device_scale · device)``: the host launches the
+    kernels while the device runs them (the larger of the two bounds the step, smoothly near equality),
+    then the step waits for the device. ``host`` is the launches, dispatches and module calls as the
+    calibration's throughput-regime primitives cost them, ``device`` the kernels' CUDA-event times; the
+    scales carry them into the regime a measured step is in (launches in a synchronised step cost
+    more than queued ones: the toy's eager series on the H200 fits ~10 µs a kernel against 7.1 µs
+    calibrated), ``step_s`` what a step pays once beyond the calibration's sync.
+    """
+    if not hasattr(X, "host_s"):
+        raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=a GPU profile))")
+    host, device = p["host_scale"] * X.host_s, p["device_scale"] * X.device_s
+    top = np.maximum(host, device)
+    power = 8.0
+    return p["step_s"] + X.sync_s + top * ((host / top) ** power + (device / top) ** power) ** (1 / power)
 
 
 def resolve_calibration(calibration, frame) -> Optional[Profile]:

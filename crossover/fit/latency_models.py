@@ -85,13 +85,13 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from scipy import optimize, special
 
-from .calibrated_model import NEEDS_CALIBRATION, core_cache_bytes
+from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_cache_bytes
 from ..axes import WORKLOADS
 from ..errors import AnalysisError
 from ..measurement.toy_model import work_per_step
 from ..results.columns import SIZE_COLUMNS
 
-__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "CALIBRATED", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
+__all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "CALIBRATED", "CALIBRATED_GPU", "CALIBRATED_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
            "model_parameters", "step_counts", "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds",
            "fit_parameters", "initial_guesses"]
 
@@ -155,6 +155,8 @@ PARAMS = {
     "compute_scale": _Param("matrix products (× calibration)", "×", 1.0, 0.02, 50.0, macro="ComputeScale"),
     "warm_bytes": _Param("weights warm up to (midpoint, 256 KiB layers)", "MB", 1e-6, 1e4, 1e11, macro="WarmSize"),
     "warm_exponent": _Param("warm size's growth with the layer size (exponent)", "", 1.0, 1e-3, 4.0, macro="WarmExponent"),
+    "host_scale": _Param("host launches and overheads (× calibration)", "×", 1.0, 0.02, 50.0, macro="HostScale"),
+    "device_scale": _Param("device kernels (× calibration)", "×", 1.0, 0.02, 50.0, macro="DeviceScale"),
 }
 #: Fitted parameter -> the device peak (a key of :func:`crossover.fit.peaks.measure_peaks`' result) that
 #: bounds it: a compute rate by the best matrix-product rate; a bandwidth by the in-cache copy bandwidth
@@ -187,8 +189,11 @@ _COMPONENTS = {
 }
 
 
-#: The parameters of the ``calibrated`` model (see the module docstring).
+#: The parameters of the ``calibrated`` model (see the module docstring), and of its GPU form
+#: (:func:`crossover.fit.calibrated_model.calibrated_gpu_latency_s`).
 CALIBRATED = "calibrated"
+CALIBRATED_GPU = "calibrated-gpu"
+CALIBRATED_MODELS = (CALIBRATED, CALIBRATED_GPU)
 _CALIBRATED_PARAMS = ("floor_scale", "floor_evicted_scale", "memory_scale", "compute_scale", "gemm_layer_s",
                       "warm_bytes", "warm_exponent")
 
@@ -207,7 +212,7 @@ def model_parameters(name: str) -> tuple:
         ``gemm`` (a per-layer cost paid only at batch > 1), ``pack`` (weight packing at batch > 1),
         ``width`` (compute rate grows with d_model), ``async`` (host launches overlap device
         kernels) and ``serial`` (compute and memory add up); or ``"calibrated"`` (the parts of a
-        calibrated step, scaled).
+        calibrated CPU step, scaled) or ``"calibrated-gpu"`` (a GPU step's host and device parts).
 
     Raises
     ------
@@ -216,6 +221,8 @@ def model_parameters(name: str) -> tuple:
     """
     if name == CALIBRATED:
         return _CALIBRATED_PARAMS
+    if name == CALIBRATED_GPU:
+        return ("step_s", "host_scale", "device_scale")
     base, *extra = name.split("+")
     if base == "affine" and not extra:
         return ("step_s", "flops_per_s")
@@ -248,10 +255,10 @@ CPU_MODELS = ("roofline+cache+ramp+hockney+pack+split+gemm",)
 
 def default_models(device: str, calibrated: bool = False) -> tuple:
     """The candidate models cross-validation chooses from for a series of ``device``: :data:`MODELS`,
-    plus :data:`CPU_MODELS` for ``"cpu"``, plus ``"calibrated"`` for a CPU series with a calibration
-    profile (``calibrated=True``)."""
+    plus :data:`CPU_MODELS` for ``"cpu"``, plus ``"calibrated"`` (a CPU) or ``"calibrated-gpu"`` (a GPU)
+    for a series with a calibration profile of its device (``calibrated=True``)."""
     cpu = str(device) == "cpu"
-    return tuple(MODELS) + (CPU_MODELS if cpu else ()) + ((CALIBRATED,) if cpu and calibrated else ())
+    return tuple(MODELS) + (CPU_MODELS if cpu else ()) + (((CALIBRATED if cpu else CALIBRATED_GPU),) if calibrated else ())
 
 
 def peak_kind(param: str, names: Sequence[str]) -> Optional[str]:
@@ -353,6 +360,8 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     p = _as_params(model, theta)
     if model == CALIBRATED:
         return _calibrated(p, X)
+    if model == CALIBRATED_GPU:
+        return calibrated_gpu_latency_s(p, X)
     serial = "+serial" in model
     if "layer_s" not in p:
         return p["step_s"] + X.flops / p["flops_per_s"]
@@ -435,7 +444,8 @@ def initial_guesses(model, X, t):
     guess.update(cache_bytes_per_s=4 * bw, dram_bytes_per_s=bw, small_bytes_per_s=bw / 2, large_bytes_per_s=bw,
                  act_bytes_per_s=4 * bw, smooth_p=SMOOTH_MAX_P, gemm_layer_s=0.2 * guess["layer_s"],
                  pack_bytes_per_s=bw, width_half=64.0, kernel_s=0.1 * guess["layer_s"],
-                 floor_scale=1.0, floor_evicted_scale=1.0, memory_scale=1.0, compute_scale=1.0, warm_exponent=0.5)
+                 floor_scale=1.0, floor_evicted_scale=1.0, memory_scale=1.0, compute_scale=1.0, warm_exponent=0.5,
+                 host_scale=1.0, device_scale=1.0)
     options = {"cache_bytes": np.quantile(X.W, [0.3, 0.7]), "ramp_bytes": np.quantile(X.Wl, [0.3, 0.7]),
                "batch_half": [1.0, 16.0], "warm_bytes": np.quantile(X.W, [0.3, 0.7])}
     starts = [dict(guess)]

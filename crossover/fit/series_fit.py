@@ -36,7 +36,7 @@ from . import cache as fit_cache
 from .calibrated_model import profile_digest, resolve_calibration
 from ..axes import BYTES_PER_ELEMENT
 from ..errors import AnalysisError
-from .latency_models import (AXES, CALIBRATED, MODELS, PARAMS, default_models, evaluate, features,
+from .latency_models import (AXES, CALIBRATED_MODELS, MODELS, PARAMS, default_models, evaluate, features,
                              fit_parameters, model_parameters, upper_bounds)
 from .latency_models import initial_guesses  # how many starts a fit tries: its cost, for the ETA
 from .bootstrap import bootstrap_draws
@@ -143,7 +143,7 @@ class SeriesFit:
 
         ``theta`` overrides the parameters (SI units, one row per parameter set).
         """
-        calibration = self.calibration if self.model == CALIBRATED else None
+        calibration = self.calibration if self.model in CALIBRATED_MODELS else None
         X = features(d_model, n_layers, batch_size, self.workload, self.bytes_per_element,
                      calibration=calibration, dtype=str(self.key.get("dtype", "float32")))
         if draws and self.draws is None:
@@ -296,7 +296,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         from .peaks import peaks_of_rows
 
         peaks = peaks_of_rows(frame)
-    calibration = resolve_calibration(calibration, frame) if models is None or CALIBRATED in models else None
+    calibration = resolve_calibration(calibration, frame) if models is None or set(CALIBRATED_MODELS) & set(models) else None
     frame, heldout = split_heldout(frame)
     frame = one_row_per_size(frame)
     models = default_models(keys["device"], calibration is not None) if models is None else models
@@ -311,14 +311,14 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,
                    f_scale=f_scale, max_held_out_fraction=max_held_out_fraction, label=label, bootstrap=bootstrap,
                    statistic=statistic, peaks=_peak_values(peaks))
-    digest = profile_digest(calibration) if CALIBRATED in models else ""
+    digest = profile_digest(calibration) if set(CALIBRATED_MODELS) & set(models) else ""
     key = fit_cache.key_of(frame, keys, dict(options, calibration=digest)) if cache and fit_cache.enabled() else None
     fit = fit_cache.load(key) if key else None
     if fit is None and only_cached:
         return None
     if fit is None:
         fit = _fit_series(frame, keys, **options, on_fit=on_fit,
-                          calibration=calibration if CALIBRATED in models else None)
+                          calibration=calibration if set(CALIBRATED_MODELS) & set(models) else None)
         if key:
             fit_cache.store(key, fit)
     fit.peaks = dict(peaks or {})
@@ -396,7 +396,7 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
                      noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
                      noise_floor_points=len(deviations), statistic=statistic,
                      points=frame[list(AXES) + ["latency_s"]].reset_index(drop=True), cv=cv,
-                     cv_log_errors=log_errors, calibration=calibration if model == CALIBRATED else None)
+                     cv_log_errors=log_errors, calibration=calibration if model in CALIBRATED_MODELS else None)
 
 
 class Fits(dict):

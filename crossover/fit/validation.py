@@ -23,7 +23,7 @@ from ..axes import BYTES_PER_ELEMENT
 from ..results.columns import HELDOUT_SWEEP, SERIES_KEYS
 from ..errors import AnalysisError
 from .calibrated_model import NEEDS_CALIBRATION, calibration_for_rows
-from .latency_models import (AXES, CALIBRATED, default_models, evaluate, features, fit_parameters, initial_guesses,
+from .latency_models import (AXES, CALIBRATED_MODELS, default_models, evaluate, features, fit_parameters, initial_guesses,
                              model_parameters)
 from ..results.statistics import with_latency
 
@@ -77,9 +77,9 @@ def model_features(frame: pd.DataFrame, model: str, calibration=None) -> SimpleN
     AnalysisError
         The ``calibrated`` model without a calibration.
     """
-    if model == CALIBRATED and calibration is None:
+    if model in CALIBRATED_MODELS and calibration is None:
         raise AnalysisError(NEEDS_CALIBRATION)
-    return frame_features(frame, calibration if model == CALIBRATED else None)
+    return frame_features(frame, calibration if model in CALIBRATED_MODELS else None)
 
 
 def cv_splits(frame: pd.DataFrame, axis: str, max_held_out_fraction: float = 0.5) -> list:

@@ -39,7 +39,7 @@ import csv
 import gzip
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -51,7 +51,7 @@ from ..errors import ConfigError
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 
 __all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
-           "build_profile", "read_calibration", "CSV_COLUMNS"]
+           "build_profile", "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
 
 CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "k", "n", "x", "cold", "shape",
                "median_s", "calls_per_repeat", "raw_times_s", "device_times_s")
@@ -202,6 +202,29 @@ def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
     import torch
 
     return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or default)
+
+
+def rebuild_profile(directory) -> Profile:
+    """Rebuild ``DIR/profile.json`` from ``DIR/calibration.csv.gz`` with this code's :func:`build_profile`.
+
+    The machine, device, thread count, caches and the run's metadata (plan, environment, timer) are
+    kept from the profile already there; everything computed from the visits is computed anew (a
+    change of how visits become costs reaches profiles measured before it).
+
+    Returns
+    -------
+    Profile
+        The profile written.
+    """
+    from .profiles import load_profile
+
+    old = load_profile(directory)
+    keep = ("plan", "rounds", "seed", "statistic", "elapsed_s", "device_name", "timer", "environment")
+    meta = {k: old.meta[k] for k in keep if k in old.meta}
+    profile = build_profile(read_calibration(directory), device=old.device, machine=old.machine, threads=old.threads,
+                            llc=old.llc_bytes, cache_bytes=old.cache_bytes, meta=meta)
+    write_profile(directory, profile)
+    return profile
 
 
 def read_calibration(out_dir) -> list:
@@ -367,6 +390,11 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [s for s, _, _ in items])
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
+    # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) a
+    # product's extra FLOPs run at the best rate the calibration reached, not at the edge cell's own
+    # (lower) rate: larger products only fill the device better (crossover/opcost/profiles.py: Grid).
+    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul") else grid)
+             for name, grid in grids.items()}
     bandwidths = [float(r["x"]) / s for s, _, r in families.get("elementwise", []) + families.get("copy", [])]
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
     spread["view"] = spread.get("overhead", 0.0)

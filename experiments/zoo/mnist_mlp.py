@@ -10,6 +10,8 @@ from torch import nn
 
 #: One sample's shape (the batch dimension is added).
 INPUT_SHAPE = (1, 28, 28)
+#: The steps the zoo measures of it: the forward pass and a training step (SGD).
+WORKLOADS = ("forward", "train")
 
 
 def model() -> nn.Module:
