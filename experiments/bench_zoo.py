@@ -37,12 +37,13 @@ from crossover.measurement.module_rounds import (DEFAULT_ROUNDS, ROUND_OPTIONS, 
 from crossover.opcost.module_predict import predict_module
 from crossover.opcost.profiles import load_profile
 from crossover.units import format_seconds
-from crossover.measurement.user_module import load_factory
+from crossover.measurement.user_module import input_dtype, load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
-#: (name, workloads) of the zoo's models.
-MODELS = (("mnist_mlp", ("forward", "train")), ("lenet5", ("forward",)), ("transformer_layer", ("forward",)),
-          ("toy", ("forward",)))
+#: The zoo's models: every module of ``experiments/zoo`` (its ``INPUT_SHAPE``, ``INPUT_DTYPE`` and
+#: ``WORKLOADS``, default the forward pass). The reference models' kin first, then the kinds added for
+#: the transfer checks (GRU, 1-D CNN, depthwise-separable CNN, embedding bag).
+MODELS = tuple(sorted(p.stem for p in ZOO.glob("*.py")))
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 
 
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
                         help=f"interleaved rounds of 8 ms visits (default: the plan's; with --profile "
                              f"{DEFAULT_ROUNDS})")
     parser.add_argument("--batch-sizes", default="1,8,64,512", help="comma-separated (default 1,8,64,512)")
-    parser.add_argument("--models", default=",".join(name for name, _ in MODELS), help="comma-separated zoo models")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo models (default: all)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: torch's default)")
     parser.add_argument("--rescore", type=Path, default=None,
                         help="with --profile: measure nothing, predict again the measurements of an earlier run's "
@@ -83,17 +84,18 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    models = []  # (name, workload, model, sample shape)
-    for name, workloads in MODELS:
+    models = []  # (name, workload, model, sample shape, input dtype)
+    for name in MODELS:
         if name not in wanted:
             continue
         factory = load_factory(f"{ZOO / name}.py:model")
         shape = tuple(factory.__globals__["INPUT_SHAPE"])
-        for workload in workloads:
+        dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))
+        for workload in factory.__globals__.get("WORKLOADS", ("forward",)):
             torch.manual_seed(0)
-            models.append((name, workload, factory(), shape))
-    steps = [((name, workload, batch), make_module_step(model, example_input(shape, batch), workload))
-             for name, workload, model, shape in models for batch in batch_sizes]
+            models.append((name, workload, factory(), shape, dtype))
+    steps = [((name, workload, batch), make_module_step(model, example_input(shape, batch, dtype=dtype), workload))
+             for name, workload, model, shape, dtype in models for batch in batch_sizes]
     if args.rescore is not None:
         earlier = pd.read_csv(args.rescore).set_index(["model", "workload", "batch_size"])
         measured = {key: dict(latency_s=earlier.loc[key, "measured_s"], spread_rel=earlier.loc[key, "spread_rel"])
@@ -117,11 +119,11 @@ def main(argv=None) -> int:
         measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
         print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
     predictions = []
-    for name, workload, model, shape in models:
+    for name, workload, model, shape, dtype in models:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = predict_module(model, sample_shape=shape, batch_sizes=batch_sizes, profiles=[profile],
-                                   workload=workload)
+                                   workload=workload, input_dtype=dtype)
         for note in dict.fromkeys(str(w.message) for w in caught):
             print(f"warning ({name} {workload}): {note}", file=sys.stderr)
         for row in frame.itertuples():

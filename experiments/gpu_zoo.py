@@ -33,14 +33,15 @@ ORDER = ("mnist_mlp", "toy", "lenet5", "transformer_layer")
 
 
 def zoo_entries() -> list:
-    """(name, input shape, workloads) of every zoo module, in :data:`ORDER` then by name."""
+    """(name, input shape, workloads, input dtype) of every zoo module, in :data:`ORDER` then by name."""
     entries = []
     for path in sorted(ZOO.glob("*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         if hasattr(module, "model") and hasattr(module, "INPUT_SHAPE"):
-            entries.append((path.stem, tuple(module.INPUT_SHAPE), tuple(getattr(module, "WORKLOADS", ("forward",)))))
+            entries.append((path.stem, tuple(module.INPUT_SHAPE), tuple(getattr(module, "WORKLOADS", ("forward",))),
+                            getattr(module, "INPUT_DTYPE", "float32")))
     rank = {name: i for i, name in enumerate(ORDER)}
     return sorted(entries, key=lambda e: (rank.get(e[0], len(ORDER)), e[0]))
 
@@ -53,22 +54,22 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list) -> 
     import crossover
     from crossover.jsonable import to_jsonable
     from crossover.measurement.module_rounds import measure_module
-    from crossover.measurement.user_module import build_model
+    from crossover.measurement.user_module import build_model, input_dtype
 
     out.mkdir(parents=True, exist_ok=True)
     found = [profiles / d for d in ("cpu", "cuda") if (profiles / d / "profile.json").is_file()]
-    for name, shape, workloads in zoo_entries():
+    for name, shape, workloads, dtype in zoo_entries():
         spec = f"{ZOO / name}.py:model"
         for workload in workloads:
             predicted = None
             if found:
                 predicted = crossover.decide(model=spec, input_shape=shape, batch_size=list(BATCH_SIZES),
-                                             workload=workload, profiles=found)
+                                             workload=workload, profiles=found, input_dtype=dtype)
                 (out / f"predict-{name}-{workload}.json").write_text(json.dumps(predicted.to_json(), indent=2))
             for device in devices:
                 t0 = time.perf_counter()
                 frame = measure_module(build_model(spec), shape, BATCH_SIZES, device=device, workload=workload,
-                                       rounds=rounds)
+                                       dtype=input_dtype(dtype), rounds=rounds)
                 points = frame.drop(columns=["elapsed_s"]).to_dict("records")
                 data = {"model": spec, "input_shape": list(shape), "workload": workload, "device": device,
                         "threads": torch.get_num_threads(), "rounds": rounds, "statistic": "p10", "points": points}
