@@ -1,7 +1,7 @@
 # crossover: set-up, the main job, the tests.
-#   make demo   set up, then: environment, one measurement, the quick suite on this machine (~1 min),
-#               a fit of it, a prediction of this CPU against the shipped H100, every figure from the
-#               shipped reference data
+#   make demo   set up, then this machine's first contact (~6 min on 2 cores): a quick calibration of
+#               this CPU, the quick suite and the noise floor into results/local, a fit, this CPU against
+#               the shipped H200 (the toy's crossover and the MNIST MLP), every figure from the shipped data
 #   make test   set up, then the test suite
 #   make figures    every figure from the shipped results into figures/ (~50 s, no GPU)
 #   make paper      figures, then paper/generated/numbers.tex, then paper/paper.pdf (needs latexmk)
@@ -29,12 +29,21 @@ $(VENV)/.installed: pyproject.toml setup.py Makefile
 	$(BIN)/pip install --quiet -e '.[dev,diagram]'
 	touch $@
 
+# The first contact on a new machine: this CPU calibrated (quick, skipped when there), its quick suite
+# and its noise floor measured beside it, a fit with the calibrated candidate, then both questions
+# answered against the shipped H200 machine (the toy's crossover; the MNIST MLP on this CPU's profile
+# against the H200's GPU profile), and every figure from the shipped data. About 6 minutes on 2 cores.
+GPU_RESULTS ?= experiments/results/nvidia-h200-16c/gpu-paired
+GPU_PROFILE ?= experiments/profiles/nvidia-h200-16c/cuda
 demo: setup
 	$(BIN)/crossover env
-	$(BIN)/crossover measure --d-model 128 --n-layers 128 --batch-size 1 --device cpu
+	test -f $(OUT)/calibration/profile.json || $(BIN)/crossover calibrate --device cpu --quick --out $(OUT)/calibration
 	$(BIN)/crossover sweep experiments/suites/quick.toml --out $(OUT) --resume
+	test -f $(OUT)/noise.json || $(BIN)/crossover noise --windows 2 --span-s 10 --out $(OUT)
 	$(BIN)/crossover fit --results $(OUT) --n-boot 50
-	$(BIN)/crossover predict --results $(OUT) experiments/results/nvidia-h100-80gb-hbm3-16c --d-model 320 --n-layers 24 --batch-size 12 --n-boot 50
+	$(BIN)/crossover predict --results $(OUT) $(GPU_RESULTS) --d-model 128 --n-layers 128 --batch-size 64 --n-boot 50
+	$(BIN)/crossover predict --model experiments/zoo/mnist_mlp.py:model --input-shape 1,28,28 --batch-size 1,64,512 \
+		--profiles $(OUT)/calibration $(GPU_PROFILE)
 	$(BIN)/crossover figures --results experiments/results --out $(OUT)/figures
 
 quick: setup

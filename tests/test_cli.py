@@ -115,3 +115,21 @@ def test_existing_results_without_resume_exit_2_and_are_kept(cli, tmp_path):
     before = (tmp_path / "out" / "results.csv").read_text()
     assert_clean_error(cli("sweep", suite, "--out", tmp_path / "out"), "--resume")
     assert (tmp_path / "out" / "results.csv").read_text() == before
+
+
+def test_exit_codes_are_in_the_help_and_an_internal_error_is_status_3(cli, monkeypatch, capsys):
+    import crossover.cli as cli_module
+
+    assert "3 an internal error" in " ".join(cli("--help").stdout.split())
+
+    def broken(args):
+        raise ZeroDivisionError("a bug")
+
+    parser = cli_module.build_parser()
+    monkeypatch.setattr(cli_module, "build_parser", lambda: parser)
+    parser.set_defaults(func=broken)
+    for action in parser._subparsers._group_actions[0].choices.values():
+        action.set_defaults(func=broken)
+    assert cli_module.main(["env"]) == 3
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "crossover: internal error: ZeroDivisionError: a bug (CROSSOVER_DEBUG=1 shows the traceback)"]

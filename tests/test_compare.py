@@ -48,7 +48,9 @@ def test_cli_compare_json_and_fail_above(cli, runs):
     assert data["schema"] == "crossover-compare" and data["summary"]["slower"] == 4 and not data["failed"]
     assert {p["verdict"] for p in data["points"]} == {"slower"}
     failed = cli("compare", runs["a"], runs["slow"], "--fail-above", 10)
-    assert failed.returncode == 1 and "above --fail-above 10%" in failed.stdout
+    assert failed.returncode == 1 and "above --fail-above 10%" in failed.stderr
+    both = cli("compare", runs["a"], runs["slow"], "--fail-above", 10, "--json")
+    assert both.returncode == 1 and json.loads(both.stdout)["failed"] is True  # stdout is the JSON alone
     assert cli("compare", runs["a"], runs["slow"], "--fail-above", 30).returncode == 0
     text = cli("compare", runs["a"], runs["same"])
     assert text.returncode == 0 and "0 slower, 0 faster, 4 the same" in text.stdout

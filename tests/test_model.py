@@ -54,7 +54,7 @@ def test_block_is_residual_relu_linear():
 
 
 def test_deep_model_stays_finite_even_in_float16():
-    x = torch.randn(4, 64)
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(0))  # a fixed input: the bound is about growth, not luck
     for dtype in (torch.float32, torch.float16):
         model = ResidualMLP(64, 3840, dtype=dtype)
         with torch.no_grad():

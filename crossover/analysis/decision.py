@@ -305,8 +305,35 @@ def _decide_toy(results, d_model, n_layers, batch_size, *, workload, mode, dtype
         table = check_parameters(fits[item["series"]].parameters(), fits[item["series"]].peaks)
         item["unidentified_parameters"] = [row.param for row in table.itertuples() if not row.identified]
         item["impossible_parameters"] = [row.param for row in table.itertuples() if row.above_peak]
+    here = this_machine()
+    if here and here not in {f.key["machine"] for f in fits.values()}:
+        warnings.append(f"this machine ({here}) is not in these results: its CPU is not among the devices; measure it "
+                        "with 'make demo' (or 'crossover sweep experiments/suites/quick.toml --out results/local') and "
+                        "add --results results/local")
     payload = {"results": results, "statistic": statistic, **result}
     return Decision("toy", payload, fits=dict(fits), warnings=warnings)
+
+
+def this_machine() -> Optional[str]:
+    """This machine's label (:func:`crossover.measurement.environment.machine_label`), or None when it
+    cannot be read."""
+    try:
+        from ..measurement.environment import machine_label
+
+        return machine_label()
+    except Exception:  # an answer from data needs no machine: a label that cannot be read is no error
+        return None
+
+
+def _profile_notes(loaded) -> list:
+    """What the user should know of the profiles used: whether one is this machine's CPU."""
+    here = this_machine()
+    cpus = [p for p in loaded if p.device == "cpu"]
+    if not here or not cpus or any(p.machine == here for p in cpus):
+        return []
+    names = ", ".join(sorted({p.label for p in cpus}))
+    return [f"no CPU profile of this machine ({here}): the CPU rows are {names}'s, another machine's; calibrate "
+            f"this one with 'crossover calibrate --device cpu --quick --out DIR' and pass --profiles DIR"]
 
 
 def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, profiles, transfer_input) -> Decision:
@@ -329,7 +356,7 @@ def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, pr
         _warnings.simplefilter("ignore")  # reported once, in the answer's warnings
         frame = predict_module(module, sample_shape=tuple(input_shape), batch_sizes=sizes, profiles=loaded,
                                workload=workload, input_dtype=input_dtype, transfer=transfer_input, warn=False)
-    notes = list(dict.fromkeys(w for ws in frame["warnings"] for w in ws))
+    notes = _profile_notes(loaded) + list(dict.fromkeys(w for ws in frame["warnings"] for w in ws))
     payload = {"model": name, "input_shape": list(input_shape), "input_dtype": dtype_name, "workload": workload,
                "profiles": [p.path for p in loaded], "devices": frame.to_dict("records"),
                "crossover": frame.attrs["crossover"], "crossovers": frame.attrs["crossovers"]}

@@ -6,7 +6,8 @@ The subcommands live beside this module, one module per group: :mod:`.measure` (
 shipped results path). No library module of the package builds a parser.
 
 Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
-line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback.
+line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback; anything else (torch
+failing, a bug) with one line and status 3 (:data:`crossover.cli.args.EXIT_CODES_TEXT`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Optional, Sequence
 
 from ..errors import CrossoverError
 from . import analysis, compare, export, figures, measure, peaks, user_model
-from .args import EXIT_USAGE, Parser, UsageError
+from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
             "model or your own nn.Module. Start with 'crossover measure --help' or 'crossover sweep "
             "--help'; for your model, 'crossover predict --model FILE.py:FACTORY --input-shape ...'."
         ),
+        epilog=EXIT_CODES_TEXT,
     )
     parser.add_argument("--version", action="version", version=f"crossover {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -59,12 +61,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CrossoverError as exc:
         print(f"crossover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except RuntimeError as exc:  # torch failures: out of memory, capture or compile errors
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"crossover: error: {type(exc).__name__}: {first_line}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 1
+        return EXIT_INTERNAL
+    except Exception as exc:  # torch failures (out of memory, capture, compile) and bugs: one line, status 3
+        import os
+        import traceback
+
+        if os.environ.get("CROSSOVER_DEBUG", "") not in ("", "0"):
+            traceback.print_exc()
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"crossover: internal error: {type(exc).__name__}: {first_line} (CROSSOVER_DEBUG=1 shows the "
+              "traceback)", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -18,6 +18,10 @@ from ..shipped_data import shipped_results_dir
 __all__ = [
     "DEFAULT_RESULTS",
     "EXIT_USAGE",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_INTERNAL",
+    "EXIT_CODES_TEXT",
     "Parser",
     "UsageError",
     "comma_list",
@@ -31,6 +35,12 @@ __all__ = [
 
 #: The exit status of a user error (argparse's own).
 EXIT_USAGE = 2
+#: The exit statuses of every command (``crossover --help`` lists them): 0 fine; 1 a regression found
+#: (``compare --fail-above``); 2 bad input (one line on stderr); 3 an internal error (a bug, or torch
+#: failing: one line, the traceback with ``CROSSOVER_DEBUG=1``).
+EXIT_OK, EXIT_REGRESSION, EXIT_INTERNAL = 0, 1, 3
+EXIT_CODES_TEXT = ("exit status: 0 fine; 1 a regression found (compare --fail-above); 2 bad input (one line "
+                   "on stderr); 3 an internal error (one line; the traceback with CROSSOVER_DEBUG=1)")
 
 #: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the
 #: package's copy after a wheel install (:func:`crossover.shipped_data.shipped_results_dir`).

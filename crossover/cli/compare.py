@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from .args import positive_float, positive_int, print_json
 
 __all__ = ["add_compare"]
 
-#: Exit status of ``--fail-above`` when a point got slower by more than the limit (2 is a usage error).
-EXIT_SLOWER = 1
+from .args import EXIT_REGRESSION as EXIT_SLOWER  # noqa: E402 - exit status of --fail-above on a slowdown
 
 
 def add_compare(sub) -> None:
@@ -65,7 +65,8 @@ def _cmd_compare(args) -> int:
         print(f"A = {args.a}, B = {args.b}; latency = {args.statistic} of the pooled repeats")
         print(shown[varying + ["A", "B", "B/A", "verdict"]].to_string(index=False))
         print(summary.describe())
-    if failed:
-        print(f"crossover: a point is {summary.worst_slowdown:.1%} slower, above --fail-above {args.fail_above:g}%")
+    if failed:  # on stderr: with --json, stdout holds the JSON object alone
+        print(f"crossover: a point is {summary.worst_slowdown:.1%} slower, above --fail-above {args.fail_above:g}%",
+              file=sys.stderr)
         return EXIT_SLOWER
     return 0
