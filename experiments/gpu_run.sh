@@ -50,7 +50,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 130 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet
+    stage paired 130 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"

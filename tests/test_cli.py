@@ -29,7 +29,7 @@ def test_sweep_then_load(cli, tmp_path):
         'name = "s"\n[defaults]\nd_model = 16\nn_layers = 2\n[timing]\nmax_run_time_s = 0.02\nmin_run_time_s = 0.01\n'
         '[[sweep]]\nname = "b"\nbatch_size = [1, 2]\n'
     )
-    result = cli("sweep", suite, "--out", tmp_path / "out", "--quiet")
+    result = cli("sweep", suite, "--out", tmp_path / "out", "--quiet", "--no-calibrate")
     assert result.returncode == 0, result.stderr
     import crossover
 
@@ -111,7 +111,7 @@ def test_existing_results_without_resume_exit_2_and_are_kept(cli, tmp_path):
     suite = tmp_path / "s.toml"
     suite.write_text('name = "s"\n[defaults]\nd_model = 16\nn_layers = 2\n[timing]\nmax_run_time_s = 0.02\n'
                      'min_run_time_s = 0.01\n[[sweep]]\nname = "b"\nbatch_size = [1]\n')
-    assert cli("sweep", suite, "--out", tmp_path / "out", "--quiet").returncode == 0
+    assert cli("sweep", suite, "--out", tmp_path / "out", "--quiet", "--no-calibrate").returncode == 0
     before = (tmp_path / "out" / "results.csv").read_text()
     assert_clean_error(cli("sweep", suite, "--out", tmp_path / "out"), "--resume")
     assert (tmp_path / "out" / "results.csv").read_text() == before
@@ -133,3 +133,20 @@ def test_exit_codes_are_in_the_help_and_an_internal_error_is_status_3(cli, monke
     assert cli_module.main(["env"]) == 3
     assert capsys.readouterr().err.strip().splitlines() == [
         "crossover: internal error: ZeroDivisionError: a bug (CROSSOVER_DEBUG=1 shows the traceback)"]
+
+
+def test_the_first_cpu_sweep_records_a_calibration_beside_its_results_and_resume_does_not_again(cli, tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\n[defaults]\nd_model = 16\nn_layers = 2\n[timing]\nmax_run_time_s = 0.02\n'
+                     'min_run_time_s = 0.01\n[[sweep]]\nname = "b"\nbatch_size = [1, 2]\n')
+    out = tmp_path / "out"
+    first = cli("sweep", suite, "--out", out, "--quiet", "--calibration-plan", "smoke")
+    assert first.returncode == 0, first.stderr
+    profile = out / "calibration" / "profile.json"
+    assert profile.exists() and "calibrating this CPU" in first.stderr
+    stamp = profile.stat().st_mtime_ns
+    again = cli("sweep", suite, "--out", out, "--quiet", "--resume", "--calibration-plan", "smoke")
+    assert again.returncode == 0 and profile.stat().st_mtime_ns == stamp and "calibrating" not in again.stderr
+    other = tmp_path / "other"
+    assert cli("sweep", suite, "--out", other, "--quiet", "--no-calibrate").returncode == 0
+    assert not (other / "calibration").exists()

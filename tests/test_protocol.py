@@ -192,7 +192,7 @@ def test_resume_under_a_different_environment_is_refused(tmp_path, monkeypatch):
 def test_resume_under_a_different_environment_from_the_cli(cli, tmp_path):
     suite_path = tmp_path / "s.toml"
     suite_path.write_text(SUITE.replace("rounds = 4", "rounds = 1"))
-    assert cli("sweep", suite_path, "--out", tmp_path / "out", "--quiet").returncode == 0
+    assert cli("sweep", suite_path, "--out", tmp_path / "out", "--quiet", "--no-calibrate").returncode == 0
     metadata_path = tmp_path / "out" / "metadata.json"
     metadata = json.loads(metadata_path.read_text())
     for run in metadata["runs"].values():

@@ -91,7 +91,7 @@ def test_resume_after_sigkill_loses_nothing_and_duplicates_nothing(tmp_path):
     suite_path = tmp_path / "tiny.toml"
     suite_path.write_text(TINY_SUITE)
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "crossover", "sweep", str(suite_path), "--out", str(out), "--quiet"]
+    command = [sys.executable, "-m", "crossover", "sweep", str(suite_path), "--out", str(out), "--quiet", "--no-calibrate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     csv_path = out / "results.csv"

@@ -172,6 +172,13 @@ def add_sweep(sub) -> None:
                    help="resume into results recorded with another torch, CPU, thread count, GPU or driver")
     p.add_argument("--seed", type=non_negative_int, default=None,
                    help="seed of the shuffled rounds instead of the suite's [options] seed (recorded with the run)")
+    p.add_argument("--calibration-plan", choices=("quick", "smoke"), default="quick",
+                   help="the plan of that calibration (default quick; smoke only checks the installation)")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="do not record this CPU's quick calibration beside the results (by default the first "
+                        "sweep with CPU points into a directory calibrates after measuring, about 70 s, so that "
+                        "'fit' and 'predict' have the calibrated candidate; never again on --resume or when "
+                        "DIR/calibration holds one)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
@@ -208,7 +215,29 @@ def _cmd_sweep(args) -> int:
         f"suite {suite.name}: {summary.measured} measured, {summary.skipped} skipped, "
         f"{summary.already_done} already done, in {format_seconds(summary.elapsed_s)} -> {args.out}"
     )
+    if "cpu" in devices and not args.resume and not args.no_calibrate:
+        _calibrate_beside(args.out, quiet=args.quiet, plan_name=args.calibration_plan)
     return 0
+
+
+def _calibrate_beside(out: Path, *, quiet: bool, plan_name: str = "quick") -> None:
+    """Record this CPU's quick calibration in ``out/calibration`` unless one is there: what makes the
+    ``calibrated`` model a candidate for the results' CPU series."""
+    from ..fit.calibrated_model import RUN_CALIBRATION_DIR
+    from ..opcost.calibrate import run_calibration
+    from ..opcost.calibration_plan import PLANS, points
+    from ..progress import Progress, wants_progress
+
+    target = Path(out) / RUN_CALIBRATION_DIR
+    if (target / "profile.json").exists():
+        return
+    plan = PLANS[plan_name]
+    print(f"calibrating this CPU ({plan.name} plan, about 70 s on 2 cores; --no-calibrate skips it) -> {target}",
+          file=sys.stderr)
+    bar = Progress(plan.rounds * (len(points(plan, "cpu")) + 1), enabled=wants_progress(quiet=quiet))
+    profile = run_calibration("cpu", target, plan=plan, on_progress=bar.update)
+    bar.close()
+    print(f"calibration: {profile.label}, {profile.threads} threads -> {target / 'profile.json'}")
 
 
 # ----------------------------------------------------------------------------------------- noise
