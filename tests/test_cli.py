@@ -150,3 +150,18 @@ def test_the_first_cpu_sweep_records_a_calibration_beside_its_results_and_resume
     other = tmp_path / "other"
     assert cli("sweep", suite, "--out", other, "--quiet", "--no-calibrate").returncode == 0
     assert not (other / "calibration").exists()
+
+
+def test_list_shows_the_shipped_machines_series_and_profiles(cli_in_process):
+    result = cli_in_process("list", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema"]["name"] == "crossover.list"
+    assert {"amd-epyc-2c", "nvidia-h200-16c"} <= set(data["machines"])
+    assert {(p["machine"], p["device"]) for p in data["profiles"]} >= {("nvidia-h200-16c", "cuda"),
+                                                                        ("nvidia-h200-16c", "cpu")}
+    h200 = [s for s in data["series"] if s["machine"] == "nvidia-h200-16c" and s["device"] == "cuda"
+            and s["mode"] == "eager"]
+    assert h200 and max(s["points"] for s in h200) > 30
+    text = cli_in_process("list")
+    assert text.returncode == 0 and "this machine:" in text.stdout and "nvidia-h200-16c/cuda" in text.stdout

@@ -17,7 +17,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import analysis, compare, export, figures, measure, peaks, user_model
+from . import analysis, compare, export, figures, inventory, measure, peaks, user_model
 from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -25,7 +25,7 @@ __all__ = ["main", "build_parser", "UsageError"]
 #: Every subcommand, in the order ``crossover --help`` lists them.
 COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise, peaks.add_peaks,
             user_model.add_calibrate, analysis.add_fit, analysis.add_predict, compare.add_compare, export.add_export,
-            figures.add_figures, figures.add_diagram)
+            figures.add_figures, figures.add_diagram, inventory.add_list)
 
 
 def build_parser() -> argparse.ArgumentParser:
