@@ -209,13 +209,25 @@ def rule_macros(frame: pd.DataFrame, roles: dict) -> list:
 
 # ------------------------------------------------------------------------------------- best modes
 def best_mode_macros(frame: pd.DataFrame, roles: dict) -> list:
-    """Each device eager and in its fastest mode along the anchor's batch sweep (host CPU, GPU):
+    """Each device eager and in its fastest mode along the anchor's batch sweep (host CPU, GPU), on the
+    first GPU machine whose CPU was compiled and GPU graphed (``BestGpuName``):
     ``BestOne{Cpu,Gpu,Ratio}`` at batch 1, ``BestLarge{Low,High}`` (GPU speed-up at batch >=
     ``BestLargeBatch``), ``EagerOneRatio``/``EagerLarge{Low,High}`` likewise eager, ``BestGpuWins``."""
-    s = C.best_mode_summary(frame, roles["Host"], roles["Cuda"]) if "Host" in roles and "Cuda" in roles else None
+    s, pair = None, None
+    for host, cuda in (("Host", "Cuda"), ("HostB", "CudaB")):  # the first GPU machine with both fast modes
+        if host in roles and cuda in roles:
+            summary = C.best_mode_summary(frame, roles[host], roles[cuda])
+            if summary.get("best", {}).get("n"):
+                s, pair = summary, (host, cuda)
+                break
     e, b = (s or {}).get("eager", {}), (s or {}).get("best", {})
     get = lambda d, k: d.get(k, np.nan)  # noqa: E731
+    gpu_name = NA
+    if pair is not None:
+        names = frame.loc[(frame["machine"] == roles[pair[1]][0]) & (frame["device"] == roles[pair[1]][1]), "device_name"]
+        gpu_name = _plain(names.iloc[0]) if len(names) else _tt(roles[pair[1]][0])
     return [
+        Macro("BestGpuName", gpu_name, "the GPU machine whose CPU and GPU were both measured in their fastest modes"),
         Macro("BestLargeBatch", format_number(C.RULE_BATCH), "large batch: at least this"),
         Macro("BestOneCpu", format_quantity(get(b, "cpu_s"), "s"), "compiled host CPU, anchor, batch 1"),
         Macro("BestOneGpu", format_quantity(get(b, "gpu_s"), "s"), "GPU with CUDA graphs, anchor, batch 1"),

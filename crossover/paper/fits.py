@@ -205,13 +205,13 @@ def crossover_text(c, axis_label: str, names: dict) -> str:
 
 
 def crossover_macros(fits: dict, level: float = 0.95) -> list:
-    """Crossovers of each CPU role against ``Cuda``: along batch size at the anchor's d_model and
-    n_layers (``Xover<Cpu>Batch...``), and along d_model at batch 1 (``Xover<Cpu>DModel...``); the
-    host CPU's macros drop the role (``XoverBatch``), the 2-core VM's keep it (``XoverVmBatch``)."""
+    """Crossovers of each CPU role against its GPU (the host and the VM against ``Cuda``, a second GPU
+    machine's host against its own ``CudaB``): along batch size at the anchor's d_model and n_layers
+    (``Xover<Cpu>Batch...``), and along d_model at batch 1 (``Xover<Cpu>DModel...``); the host CPU's
+    macros drop the role (``XoverBatch``), the others keep it (``XoverVmBatch``, ``XoverHostBBatch``)."""
     macros = []
-    gpu = fits.get("Cuda")
-    for cpu_role in ("Host", "Vm"):
-        cpu = fits.get(cpu_role)
+    for cpu_role, gpu_role in (("Host", "Cuda"), ("Vm", "Cuda"), ("HostB", "CudaB")):
+        cpu, gpu = fits.get(cpu_role), fits.get(gpu_role)
         prefix = "Xover" + ("" if cpu_role == "Host" else cpu_role)
         names = {}
         if cpu is not None and gpu is not None:

@@ -43,6 +43,7 @@ import pandas as pd
 from .. import analysis as A
 from .latex import DASH, NA, Macro, format_interval, format_number, format_quantity, render, write_files
 from ..shipped_data import shipped_results_dir
+from .headline import headline_macros
 from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
 from .facts import (_absent_role_macros, _graph_outlier_macros, design_macros, metadata_macros, mode_macros,
@@ -112,6 +113,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
                                     results=results, prices=read_prices(prices) if prices else None, models=models)
     macros += zoo_macros(read_zoo(list(results)))
+    macros += headline_macros(everything, results, roles, fits)
     return macros
 
 
