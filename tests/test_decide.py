@@ -3,32 +3,20 @@ for the toy's sizes and for a user's module; the CLI only formats it."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-
 import pytest
 
 import crossover
-from crossover.cli import main
 from crossover.cli.args import DEFAULT_RESULTS
 from conftest import ROOT
+from test_json_schema import _json  # crossover ARGS in this process, its stdout as JSON
 
 QUICK = DEFAULT_RESULTS / "amd-epyc-2c" / "quick"
 H100 = DEFAULT_RESULTS / "nvidia-h100-80gb-hbm3-16c" / "gpu"
 PROFILE = ROOT / "experiments" / "profiles" / "amd-epyc-2c"
 
 
-def _cli_json(*args):
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        status = main([str(a) for a in args])
-    assert status == 0, stderr.getvalue()
-    return json.loads(stdout.getvalue())
-
-
 def test_predict_json_is_decide_to_json_for_the_toy():
-    printed = _cli_json("predict", "--results", QUICK, H100, "--d-model", 128, "--n-layers", 128,
+    printed = _json("predict", "--results", QUICK, H100, "--d-model", 128, "--n-layers", 128,
                         "--batch-size", 16, "--models", "roofline", "--n-boot", 5, "--quiet", "--json")
     decision = crossover.decide([QUICK, H100], d_model=128, n_layers=128, batch_size=16, models=["roofline"],
                                 n_boot=5)
@@ -41,7 +29,7 @@ def test_predict_json_is_decide_to_json_for_the_toy():
 
 def test_predict_model_json_is_decide_to_json():
     model = ROOT / "experiments" / "zoo" / "mnist_mlp.py"
-    printed = _cli_json("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1,64",
+    printed = _json("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1,64",
                         "--profiles", PROFILE, "--json")
     decision = crossover.decide(model=f"{model}:model", input_shape=(1, 28, 28), batch_size=[1, 64],
                                 profiles=[PROFILE])
