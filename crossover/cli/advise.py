@@ -21,7 +21,7 @@ from ..analysis.advice import MAX_BUSY, SERVING_MODEL
 from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_quantity, format_seconds
 from .args import DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_float, positive_int, print_json
-from .user_model import add_model_options
+from ..analysis.reference_study import N_BOOT
 
 __all__ = ["add_advise"]
 
@@ -62,7 +62,12 @@ def add_advise(sub) -> None:
     p.add_argument("--rate", type=positive_float, required=True, metavar="PER_S", help="requests per second")
     p.add_argument("--d-model", type=positive_int, help="layer width (the toy model; required without --model)")
     p.add_argument("--n-layers", type=positive_int, help="residual blocks (the toy model; required without --model)")
-    add_model_options(p)
+    p.add_argument("--model", metavar="FILE.py:FACTORY",
+                   help="your own model: a callable in a Python file that returns an nn.Module (instead of the toy)")
+    p.add_argument("--input-shape", metavar="DIMS", help="with --model: one sample's shape, e.g. 3,32,32 (the batch "
+                                                         "dimension is added)")
+    p.add_argument("--input-dtype", default="float32", metavar="DTYPE",
+                   help="with --model: the input's dtype (default float32; long for token ids)")
     p.add_argument("--profiles", type=Path, nargs="+", metavar="DIR",
                    help="with --model: calibration profiles (default: the shipped ones in experiments/profiles)")
     p.add_argument("--prices", type=Path, metavar="FILE",
@@ -82,8 +87,8 @@ def add_advise(sub) -> None:
     p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
                    help=f"the toy's latency per point (default {DEFAULT_STATISTIC}, as predict)")
     p.add_argument("--models", help="the toy's candidate models, comma-separated (default: each device's)")
-    p.add_argument("--n-boot", type=non_negative_int, default=100, help="bootstrap resamples of the toy's fits "
-                                                                        "(default 100, as predict)")
+    p.add_argument("--n-boot", type=non_negative_int, default=N_BOOT,
+                   help=f"bootstrap resamples of the toy's fits (default {N_BOOT}, as predict)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--plot", type=Path, metavar="FILE",
                    help="draw each device's latency against throughput with the target, the rate and the choice "
