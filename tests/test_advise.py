@@ -285,3 +285,19 @@ def test_advise_on_the_toy_uses_measured_latencies_where_the_data_hold_them(cli_
     assert curve[64][0] == pytest.approx(float(rows["p10_s"].median()))
     assert curve[64][1] >= curve[64][0]
     assert all(o["machine"] == "nvidia-h200-16c" for o in data["options"])
+
+
+def test_a_point_of_one_round_borrows_its_devices_spread(cli_in_process):
+    """The H100 host's thread sweep measured each point once: its upper end is its latency times the
+    median slowest-round ratio of the same device's points measured in several rounds."""
+    run = cli_in_process("advise", "--d-model", 128, "--n-layers", 128, "--slo-ms", 100, "--rate", 1000,
+                         "--machine", "nvidia-h100-80gb-hbm3-16c", "--models", "roofline", "--n-boot", 5, "--quiet",
+                         "--json")
+    assert run.returncode == 0, run.stderr
+    options = {o["label"]: o for o in json.loads(run.stdout)["options"]}
+    many = options["nvidia-h100-80gb-hbm3-16c/cpu (16 threads)"]["curve"]
+    ratios = [h / t for t, h, s in zip(many["latency_s"], many["latency_high_s"], many["source"]) if s == "measured"]
+    one = options["nvidia-h100-80gb-hbm3-16c/cpu (1 thread)"]
+    assert one["measured_batch_sizes"] == [1, 64, 512] and "no spread of its own" in one["latencies"]
+    factors = [h / t for t, h in zip(one["curve"]["latency_s"], one["curve"]["latency_high_s"])]
+    assert factors == pytest.approx([float(np.median(ratios))] * 3, rel=1e-9) and factors[0] > 1

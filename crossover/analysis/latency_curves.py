@@ -109,15 +109,32 @@ def _key(row_or_dict) -> str:
     return "|".join(str(row_or_dict[k]) for k in SERIES_KEYS)
 
 
-def _measured(points: pd.DataFrame, spread: pd.DataFrame, key: str) -> pd.DataFrame:
+def _measured(points: pd.DataFrame, spread: pd.DataFrame, key: str, single_round: float = 1.0) -> pd.DataFrame:
     """The measured batch sizes of one series (``points``: d_model, n_layers, batch_size, latency_s at the
-    asked sizes) with each one's highest round (the latency itself where the rounds say nothing)."""
+    asked sizes) with each one's upper end: its slowest round, or for a point of one round its latency
+    times ``single_round`` (see :func:`_single_round_factors`)."""
     rows = spread[spread["_key"] == key].set_index("batch_size")
     out = points.groupby("batch_size", as_index=False)["latency_s"].median().sort_values("batch_size")
+    latency = out["latency_s"].to_numpy(float)
+    n_rounds = rows["n_rounds"].reindex(out["batch_size"]).fillna(1).astype(int).to_numpy()
     high = rows["round_high_s"].reindex(out["batch_size"]).to_numpy(float)
-    out["latency_high_s"] = np.fmax(np.nan_to_num(high, nan=0.0), out["latency_s"].to_numpy(float))
-    out["n_rounds"] = rows["n_rounds"].reindex(out["batch_size"]).fillna(1).astype(int).to_numpy()
+    high = np.where(n_rounds >= 2, np.nan_to_num(high, nan=0.0), latency * single_round)
+    out["latency_high_s"] = np.fmax(high, latency)
+    out["n_rounds"] = n_rounds
     return out
+
+
+def _single_round_factors(here: pd.DataFrame, spread: pd.DataFrame) -> dict:
+    """(machine, device) → the median of (slowest round / latency) over its points measured in two
+    rounds or more: the upper end given to a point of one round (no spread of its own)."""
+    keyed = here[["machine", "device", "batch_size", "latency_s"]].assign(_key=[_key(row) for _, row in here.iterrows()])
+    keyed = keyed.groupby(["_key", "machine", "device", "batch_size"], as_index=False)["latency_s"].median()  # one per size
+    merged = keyed.merge(spread, on=["_key", "batch_size"])
+    merged = merged[merged["n_rounds"] >= 2]
+    if merged.empty:
+        return {}
+    ratio = (merged["round_high_s"] / merged["latency_s"]).groupby([merged["machine"], merged["device"]]).median()
+    return {key: max(1.0, float(value)) for key, value in ratio.items()}
 
 
 def _paired_machines(frame: pd.DataFrame) -> set:
@@ -130,13 +147,19 @@ def _paired_machines(frame: pd.DataFrame) -> set:
     return set(kinds.index[kinds["any"] & ~kinds["all"]])
 
 
-def _rounds_text(measured: pd.DataFrame, paired: bool) -> str:
+def _rounds_text(measured: pd.DataFrame, paired: bool, single_round: float = 1.0) -> str:
     """How many rounds each measured point has, and what its upper end is, in words."""
     lo, hi = int(measured["n_rounds"].min()), int(measured["n_rounds"].max())
     count = f"{lo}" if lo == hi else f"{lo}-{hi}"
     kind = "paired CPU/GPU round" if paired else "round"
     text = f"{count} {kind}{'' if hi == 1 else 's'} each"
-    return text + (", high: the slowest round" if hi > 1 else ": no spread, high = the latency")
+    if hi > 1:
+        text += ", high: the slowest round"
+    if lo == 1:
+        text += f"{'; a point of one round' if hi > 1 else ':'} no spread of its own, high = latency" + (
+            f" x {single_round:.2f} (the median slowest round / latency of this device's points of several rounds)"
+            if single_round > 1 else "")
+    return text
 
 
 def _predicted_high(fit, d_model, n_layers, grid, latency_s) -> tuple:
@@ -176,6 +199,8 @@ def toy_curves(frame: pd.DataFrame, paths, *, d_model: int, n_layers: int, stati
     cores = machine_cores(frame["results_dir"].unique())
     paired = _paired_machines(frame)
     what = STATISTICS[statistic].label
+    here = with_latency(frame[(frame["d_model"] == d_model) & (frame["n_layers"] == n_layers)], statistic)
+    factors = _single_round_factors(here, spread)
     curves, fitted = [], set()
     for fit in fits.values():
         key = _key(fit.key)
@@ -183,7 +208,8 @@ def toy_curves(frame: pd.DataFrame, paths, *, d_model: int, n_layers: int, stati
         if points.empty:
             continue
         fitted.add(key)
-        measured = _measured(points, spread, key)
+        factor = factors.get((fit.key["machine"], fit.key["device"]), 1.0)
+        measured = _measured(points, spread, key, factor)
         top = int(max_batch_size or fit.points["batch_size"].max())
         grid = candidate_batch_sizes(top, measured["batch_size"])
         predicted = np.asarray(fit.latency_s(d_model, n_layers, grid.astype(float)), float)
@@ -193,25 +219,25 @@ def toy_curves(frame: pd.DataFrame, paths, *, d_model: int, n_layers: int, stati
         t = np.where(is_measured, at["latency_s"].reindex(grid).to_numpy(float), predicted)
         t_high = np.where(is_measured, at["latency_high_s"].reindex(grid).to_numpy(float), high)
         how = (f"measured at batch {', '.join(map(str, measured['batch_size']))} ({what}; "
-               f"{_rounds_text(measured, fit.key['machine'] in paired)}); predicted elsewhere up to batch {top} by its "
+               f"{_rounds_text(measured, fit.key['machine'] in paired, factor)}); predicted elsewhere up to batch {top} by its "
                f"fit ({fit.model}, high: {interval})")
         curves.append(_curve(fit.key, grid, t, t_high, ["measured" if m else "predicted" for m in is_measured],
                              cores, how))
     # a CPU's other thread counts: what was measured at these sizes (one value per size, as a fit
     # reads it), and nothing else
-    here = with_latency(frame[(frame["d_model"] == d_model) & (frame["n_layers"] == n_layers)], statistic)
-    for _, series in here.groupby(here.apply(_key, axis=1), sort=True):
-        key = _key(series.iloc[0])
+    for key, series in here.groupby([_key(row) for _, row in here.iterrows()], sort=True):
         if key in fitted:
             continue
-        measured = _measured(one_row_per_size(series), spread, key)
+        first = series.iloc[0]
+        factor = factors.get((first["machine"], first["device"]), 1.0)
+        measured = _measured(one_row_per_size(series), spread, key, factor)
         if max_batch_size:
             measured = measured[measured["batch_size"] <= max_batch_size]
         if measured.empty:
             continue
         how = (f"measured at batch {', '.join(map(str, measured['batch_size']))} only ({what}; "
-               f"{_rounds_text(measured, series.iloc[0]['machine'] in paired)})")
-        curves.append(_curve(series.iloc[0], measured["batch_size"].to_numpy(), measured["latency_s"].to_numpy(),
+               f"{_rounds_text(measured, first['machine'] in paired, factor)})")
+        curves.append(_curve(first, measured["batch_size"].to_numpy(), measured["latency_s"].to_numpy(),
                              measured["latency_high_s"].to_numpy(), "measured", cores, how))
     return curves, warnings
 
