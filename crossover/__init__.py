@@ -55,6 +55,8 @@ _EXPORTS = {
     "predict": "analysis.crossovers",
     "decide": "analysis.decision",
     "Decision": "analysis.decision",
+    "advise": "analysis.advice",
+    "Advice": "analysis.advice",
     "TraceError": "errors",
     "trace_module": "opcost.trace",
     "trace_batches": "opcost.trace",

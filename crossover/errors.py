@@ -27,3 +27,7 @@ class AnalysisError(CrossoverError):
 
 class TraceError(AnalysisError):
     """A model that cannot be traced on the given input (the message names the module that failed)."""
+
+
+class PriceError(CrossoverError):
+    """A prices file that cannot be read, a price that is not a positive number, or a machine without one."""

@@ -122,9 +122,12 @@ def test_claim_macros_are_latex():
     assert text["ClaimBatchVmVerdict"] == C.NOT_MEASURED  # no VM in these results
 
 
-def write_prices(path, gpu=10.0, cpu=1.0, vm=0.5, source="a test"):
-    path.write_text("".join(f'[{k}]\nname = "{k} box"\nusd_per_hour = {v}\nsource = "{source}"\n\n'
-                            for k, v in (("gpu", gpu), ("cpu", cpu), ("vm", vm))))
+def write_prices(path, gpu=10.0, cpu=1.0, source="a test", cpu_only=True, cores=None):
+    """A prices file pricing the machine "box" at ``gpu`` an hour (and, with ``cpu_only``, its CPU alone at ``cpu``)."""
+    text = f'["box"]\nname = "box machine"\nusd_per_hour = {gpu}\nsource = "{source}"\n' + (f"cores = {cores}\n" if cores else "")
+    if cpu_only:
+        text += f'\n["box".cpu_only]\nname = "cpu box"\nusd_per_hour = {cpu}\nsource = "{source}"\n'
+    path.write_text(text)
     return path
 
 
@@ -132,7 +135,9 @@ def test_cost_reads_the_prices_file(tmp_path):
     frame = batch_sweep(64)
     prices = PC.read_prices(write_prices(tmp_path / "prices.toml", gpu=10.0, cpu=1.0))
     text = {m.name: m.text for m in PC.cost_macros(frame, ROLES, {}, prices)}
-    assert text["PriceGpu"] == "\\$10.00/h" and text["PriceCpuName"] == "cpu box"
+    assert text["PriceGpu"] == "\\$10.00/h" and text["PriceGpuName"] == "box machine"
+    assert text["PriceCpu"] == "\\$1.00/h" and text["PriceCpuName"] == "cpu box"  # the host CPU as a CPU-only instance
+    assert text["PriceVm"] == PC.NA  # no VM in these results
     # batch 1: the GPU takes 1 ms per sample at 10 $/h -> 1e6 * 1e-3 * 10 / 3600 = $2.78 per million
     assert text["CostCudaEagerOne"] == "\\$2.78"
     cheaper = {m.name: m.text for m in PC.cost_macros(frame, ROLES, {}, PC.read_prices(
@@ -140,11 +145,22 @@ def test_cost_reads_the_prices_file(tmp_path):
     assert cheaper["CostCudaEagerOne"] == "\\$0.278"
     # equal prices: equal cost where equal latency (batch 64); a 10x dearer GPU moves it to ~649
     assert float(cheaper["CostXoverEmpirical"]) == pytest.approx(64) and 500 < float(text["CostXoverEmpirical"]) < 800
-    (tmp_path / "bad.toml").write_text('[gpu]\nusd_per_hour = -1\nsource = "x"\n')
+    # without a CPU-only price, the host CPU costs its threads' share of the machine (4 of 8 cores)
+    shared = {m.name: m.text for m in PC.cost_macros(frame, ROLES, {}, PC.read_prices(
+        write_prices(tmp_path / "share.toml", gpu=10.0, cpu_only=False, cores=8)))}
+    assert shared["PriceCpu"] == "\\$5.00/h" and shared["PriceCpuSource"].startswith("4/8 of a test")
+    # a machine the file does not price: its roles' cost is n/a
+    (tmp_path / "other.toml").write_text('["other"]\nusd_per_hour = 1\nsource = "x"\n')
+    other = PC.read_prices(tmp_path / "other.toml")
+    assert {m.name: m.text for m in PC.cost_macros(frame, ROLES, {}, other)}["PriceGpu"] == PC.NA
+    (tmp_path / "bad.toml").write_text('["box"]\nusd_per_hour = -1\nsource = "x"\n')
     with pytest.raises(CrossoverError):
         PC.read_prices(tmp_path / "bad.toml")
     with pytest.raises(CrossoverError):
         PC.read_prices(write_prices(tmp_path / "nosource.toml", source=""))
+    (tmp_path / "old.toml").write_text('gpu = 3.0\n')  # not a machine's table
+    with pytest.raises(CrossoverError):
+        PC.read_prices(tmp_path / "old.toml")
 
 
 class _Fit:

@@ -48,3 +48,15 @@ def test_every_subpackage_is_in_the_wheel_and_imports(unpacked_wheel):
     assert results.startswith(str(unpacked_wheel)) and profiles.startswith(str(unpacked_wheel))
     assert any((unpacked_wheel / "crossover" / "shipped_profiles").rglob("calibration.csv.gz"))
     assert any((unpacked_wheel / "crossover" / "shipped_results").rglob("results.csv"))
+
+
+def test_the_wheel_carries_the_prices_and_the_advise_schema(unpacked_wheel):
+    """advise reads the prices and validates against its schema outside the repository too."""
+    code = ("from crossover.results.prices import read_prices\n"
+            "from crossover.analysis.advice import SCHEMA_FILE\n"
+            "import json\n"
+            "print(sorted(read_prices()), json.loads(SCHEMA_FILE.read_text())['properties']['schema']['const']['name'])\n")
+    env = dict(os.environ, PYTHONPATH=str(unpacked_wheel))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=unpacked_wheel)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "nvidia-h200-16c" in run.stdout and "crossover.advise" in run.stdout

@@ -12,7 +12,10 @@ top to bottom:
 - :mod:`crossover.fit.series_fit`: one fit per series, the model chosen by CV, bootstrap intervals
   (:class:`SeriesFit`, :func:`fit_series`, :func:`fit_results`);
 - :mod:`crossover.analysis.crossovers`: where two fits meet along any path (:func:`crossover`), frontiers,
-  cost, and :func:`predict`.
+  cost, and :func:`predict`;
+- :mod:`crossover.analysis.decision`: the answer ``crossover predict`` prints (:func:`decide`);
+- :mod:`crossover.analysis.advice` and :mod:`crossover.analysis.latency_curves`: the device, batch
+  size, replicas and cost that meet a latency target at a request rate (:func:`advise`).
 
 Pure computation on the DataFrame of :func:`crossover.load_results` (``raw=True`` for bootstrap
 intervals); no file I/O.
@@ -53,6 +56,10 @@ _EXPORTS = {
     "predict": "crossover.analysis.crossovers",
     "decide": "crossover.analysis.decision",
     "Decision": "crossover.analysis.decision",
+    "advise": "crossover.analysis.advice",
+    "Advice": "crossover.analysis.advice",
+    "LatencyCurve": "crossover.analysis.advice",
+    "advise_curves": "crossover.analysis.advice",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -5,7 +5,8 @@ measured peaks and spec sheets, held-out accuracy, and crossovers from paired ro
 :func:`crossover.paper.numbers.compute_macros` calls :func:`second_edition_macros`; the numbers
 come from :mod:`crossover.analysis.claims` (claims, rules, best modes), :mod:`crossover.analysis.crossovers` (cost),
 :mod:`crossover.fit.peaks` (peaks), :mod:`crossover.analysis.paired_rounds` (paired rounds) and the baseline fits.
-Prices are inputs (:func:`read_prices`, ``crossover/prices.toml``, package data), never constants of the code.
+Prices are inputs (:func:`read_prices`, ``crossover/prices.toml``, package data: a price per machine
+label, the whole machine), never constants of the code; :func:`role_prices` says which prices which role.
 Every role the results lack still gets its macros (``n/a``), so the paper always builds.
 """
 
@@ -20,19 +21,18 @@ import pandas as pd
 
 from ..analysis import claims as C
 from ..analysis.crossovers import cost_crossover, cost_per_million_samples, curve_crossings
-from ..errors import CrossoverError
 from .latex import DASH, NA, Macro, _plain, _tt, format_interval, format_number, format_quantity, format_ratio
 from ..shipped_data import shipped_prices_file
 from .fits import PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT, crossover_text
 from ..results.statistics import STATISTICS
 from ..analysis.reference_study import ANCHOR, BASELINE, PAPER_STATISTIC, usual_threads, baseline_rows
 
-__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "claim_macros", "rule_macros", "best_mode_macros",
+__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "claim_macros", "rule_macros", "best_mode_macros",
            "cost_macros", "peak_macros", "heldout_macros", "paired_macros", "second_edition_macros", "peaks_table"]
 
 #: The prices file ``make paper`` reads: the package's (:func:`crossover.shipped_data.shipped_prices_file`).
 PRICES_FILE = shipped_prices_file()
-#: Prices file entry -> the role whose latency it prices.
+#: Price macro entry (``Price<Entry>...``) -> the role whose latency it prices (:func:`role_prices`).
 PRICE_ROLES = {"gpu": "Cuda", "cpu": "Host", "vm": "Vm"}
 #: The latency column the claims read: the statistic of the paper's fits.
 COLUMN = STATISTICS[PAPER_STATISTIC].column
@@ -44,27 +44,50 @@ _RULE_PAIRS = {"Host": ("Host", "eager", "eager"), "Vm": ("Vm", "eager", "eager"
 
 
 def read_prices(path=PRICES_FILE) -> dict:
-    """The prices file: ``{entry: {name, usd_per_hour, source, url}}`` for the entries of
-    :data:`PRICE_ROLES`. Raises :class:`crossover.errors.CrossoverError` on a missing entry, a price
-    that is not positive, or an entry without a source."""
-    import tomllib
+    """The prices file: machine label → :class:`crossover.results.prices.MachinePrice` (the whole
+    machine's price an hour, its source, and where stated its CPU alone as a CPU-only instance).
+    Raises :class:`crossover.errors.PriceError` (a :class:`crossover.errors.CrossoverError`) on an
+    unreadable file, a price that is not positive, or an entry without a source."""
+    from ..results.prices import read_prices as read_machine_prices
 
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CrossoverError(f"cannot read prices from {path}: {exc}") from exc
-    out = {}
-    for entry in PRICE_ROLES:
-        item = data.get(entry)
-        if not isinstance(item, dict):
-            raise CrossoverError(f"{path}: no [{entry}] table (expected {', '.join(PRICE_ROLES)})")
-        price = item.get("usd_per_hour")
-        if not isinstance(price, (int, float)) or not price > 0:
-            raise CrossoverError(f"{path}: [{entry}] usd_per_hour must be a positive number, got {price!r}")
-        if not str(item.get("source", "")).strip():
-            raise CrossoverError(f"{path}: [{entry}] needs a source (or 'assumed ...')")
-        out[entry] = dict(name=str(item.get("name", entry)), usd_per_hour=float(price), source=str(item["source"]),
-                          url=str(item.get("url", "")))
+    return read_machine_prices(path)
+
+
+def role_prices(frame: pd.DataFrame, roles: dict, prices: Optional[dict]) -> dict:
+    """Prices file entry of :data:`PRICE_ROLES` → ``{name, usd_per_hour, source, url}`` of the role it
+    prices, for the roles present in ``roles`` whose machine has a price.
+
+    A GPU's latency is priced at its machine's price. A CPU's at its machine's CPU-only price where
+    the file states one (``[<machine>.cpu_only]``: the host CPU as if bought without the GPU), else at
+    ``threads / cores`` of its machine's price (as ``crossover advise`` prices a CPU replica; threads:
+    the role's usual count, cores: as its results record them or the file states).
+    """
+    from ..results.prices import machine_cores
+
+    out, cores, threads = {}, None, None
+    for entry, role in PRICE_ROLES.items():
+        if role not in roles or not prices or roles[role][0] not in prices:
+            continue
+        machine, device = roles[role]
+        price = prices[machine]
+        if device != "cpu":
+            out[entry] = dict(name=price.name or machine, usd_per_hour=price.usd_per_hour, source=price.source,
+                              url=price.url)
+            continue
+        if price.cpu_only is not None:
+            p = price.cpu_only
+            out[entry] = dict(name=p.name or f"{machine}'s CPU", usd_per_hour=p.usd_per_hour, source=p.source, url=p.url)
+            continue
+        if cores is None:
+            cores = machine_cores(frame["results_dir"].unique()) if "results_dir" in frame else {}
+            threads = usual_threads(frame)
+        k = threads.get((machine, device), -1)
+        c = price.cores or cores.get(machine)
+        if k is None or k <= 0 or not c:
+            continue
+        share = f"{int(k)}/{int(c)} of " if int(k) < int(c) else ""
+        out[entry] = dict(name=price.name or machine, usd_per_hour=price.replica_usd_per_hour("cpu", int(k), int(c)),
+                          source=f"{share}{price.source}" if share else price.source, url=price.url)
     return out
 
 
@@ -244,19 +267,21 @@ def best_mode_macros(frame: pd.DataFrame, roles: dict) -> list:
 
 # ------------------------------------------------------------------------------------------- cost
 def cost_macros(frame: pd.DataFrame, roles: dict, fits: dict, prices: Optional[dict]) -> list:
-    """Prices (``Price<Entry>...``), cost per million samples at the anchor at batch 1 and at the
+    """Prices (``Price<Entry>...``: ``prices`` is :func:`read_prices`' machine label → price, each role
+    priced by :func:`role_prices`), cost per million samples at the anchor at batch 1 and at the
     largest batch of its sweep, eager and in the best modes (``Cost<Role><Mode><One|Large>``), and
     the cost crossover along batch size of each CPU against the GPU, fitted (``CostXover...``) and
     between measured points (``...Empirical``)."""
     macros = []
+    priced = role_prices(frame, roles, prices)
     for entry in PRICE_ROLES:
-        p = (prices or {}).get(entry)
+        p = priced.get(entry)
         label = entry.capitalize()
         macros += [Macro(f"Price{label}", NA if p is None else _money(p["usd_per_hour"], cents=True) + "/h", f"{entry}: USD per hour"),
                    Macro(f"Price{label}Name", NA if p is None else _plain(p["name"]), f"{entry}: the instance priced"),
                    Macro(f"Price{label}Source", NA if p is None else _plain(p["source"]), f"{entry}: where the price comes from"),
                    Macro(f"Price{label}Url", NA if p is None or not p["url"] else f"\\url{{{p['url']}}}", f"{entry}: its address")]
-    price = {PRICE_ROLES[k]: v["usd_per_hour"] for k, v in (prices or {}).items() if k in PRICE_ROLES}
+    price = {PRICE_ROLES[k]: v["usd_per_hour"] for k, v in priced.items()}
     modes = {"Host": ("eager", "compile"), "Vm": ("eager", "compile"), "Cuda": ("eager", "cudagraph")}
     batches = {}
     for role, (eager, best) in modes.items():

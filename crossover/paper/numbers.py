@@ -67,10 +67,12 @@ __all__ = [
 
 
 def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jobs: int = 1,
-                   models: Optional[Sequence[str]] = None, level: float = 0.95, prices=None) -> list:
+                   models: Optional[Sequence[str]] = None, level: float = 0.95, prices=None,
+                   price_overrides: Optional[dict] = None) -> list:
     """Every macro the paper uses, from the results directories ``results`` (see module docstring);
-    ``prices`` is a prices file (:func:`crossover.paper.claims.read_prices`; default
-    ``crossover/prices.toml`` where it exists, else the cost macros are ``n/a``)."""
+    ``prices`` is a prices file (:func:`crossover.paper.claims.read_prices`: a price per machine label;
+    default ``crossover/prices.toml`` where it exists, else the cost macros are ``n/a``) and
+    ``price_overrides`` machine label → USD an hour, replacing the file's price of that machine."""
     if isinstance(results, (str, Path)):
         results = [results]
     everything = load_results(results, raw=True)
@@ -110,8 +112,13 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += protocol_macros(results, dirs, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     if prices is None and PRICES_FILE.exists():
         prices = PRICES_FILE
+    machine_prices = read_prices(prices) if prices else None
+    if price_overrides:
+        from ..results.prices import with_overrides
+
+        machine_prices = with_overrides(machine_prices or {}, price_overrides)
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
-                                    results=results, prices=read_prices(prices) if prices else None, models=models)
+                                    results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
     macros += headline_macros(everything, results, roles, fits)
     return macros
@@ -153,6 +160,17 @@ def write(macros: list, out: Path, source: str = "") -> list:
                         out.parent / "zoo.tex": header + zoo_table()})
 
 
+def _price_override(text: str) -> tuple:
+    """``--price MACHINE=USD_PER_HOUR`` as ``(machine, usd_per_hour)`` (an argparse type)."""
+    from ..errors import PriceError
+    from ..results.prices import parse_price_override
+
+    try:
+        return parse_price_override(text)
+    except PriceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m crossover.paper.numbers",
@@ -168,13 +186,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "another value makes the text's intervals differ from the figures')")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--jobs", type=int, default=2, help="series fitted in parallel (default 2)")
-    parser.add_argument("--prices", type=Path, default=None,
-                        help="prices per hour for the cost section (default crossover/prices.toml where it exists)")
+    parser.add_argument("--prices", type=Path, default=None, metavar="FILE",
+                        help="prices per hour of each machine label for the cost section, replacing the package's "
+                             "(default crossover/prices.toml)")
+    parser.add_argument("--price", type=_price_override, action="append", default=[], metavar="MACHINE=USD_PER_HOUR",
+                        help="one machine's price an hour (its whole machine), overriding the prices file; repeatable")
     args = parser.parse_args(argv)
     from ..errors import CrossoverError
 
     try:
-        macros = compute_macros(args.results, n_boot=args.n_boot, seed=args.seed, jobs=args.jobs, prices=args.prices)
+        macros = compute_macros(args.results, n_boot=args.n_boot, seed=args.seed, jobs=args.jobs, prices=args.prices,
+                                price_overrides=dict(args.price))
         paths = write(macros, args.out, ", ".join(map(str, args.results)))
     except (CrossoverError, ValueError) as exc:
         print(f"paper_numbers: {exc}", file=sys.stderr)

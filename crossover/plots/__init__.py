@@ -21,6 +21,7 @@ crossover.plots.maps      :func:`speedup_map`, :func:`speedup_scatter`
 crossover.plots.modes     :func:`overhead_plot`, :func:`mode_crossover_plot`,
                           :func:`comparison_plot`
 crossover.plots.checks    :func:`accuracy_plot`, :func:`drift_plot`
+crossover.plots.serving   :func:`serving_plot` (``crossover advise --plot``)
 ========================  ==================================================================
 """
 
@@ -43,6 +44,7 @@ _EXPORTS = {
     "mode_crossover_plot": "crossover.plots.modes",
     "crossover_label": "crossover.plots.sweeps",
     "drift_plot": "crossover.plots.checks",
+    "serving_plot": "crossover.plots.serving",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -9,6 +9,7 @@ statistics     a point's latency statistic (p10, median of rounds, fastest), the
 drift          a run's drift-reference readings, run levels, mixed-speed warnings
 compare        two runs point by point: ratios, intervals, verdicts
 export         pyperf JSON, Parquet, torch.utils.benchmark Measurements
+prices         prices per hour of whole machines (the prices file), a replica's share of one
 =============  ====================================================================
 """
 
@@ -26,6 +27,8 @@ _EXPORTS = {
     "QUIET_QUANTILE": "statistics",
     "compare_results": "compare",
     "drift_table": "drift",
+    "MachinePrice": "prices",
+    "read_prices": "prices",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
