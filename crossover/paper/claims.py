@@ -23,12 +23,13 @@ from ..analysis import claims as C
 from ..analysis.crossovers import cost_crossover, cost_per_million_samples, curve_crossings
 from .latex import DASH, NA, Macro, _plain, _tt, format_interval, format_number, format_quantity, format_ratio
 from ..shipped_data import shipped_prices_file
+from .headline import paired_macros
 from .fits import PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT, crossover_text
 from ..results.statistics import STATISTICS
-from ..analysis.reference_study import ANCHOR, BASELINE, PAPER_STATISTIC, usual_threads, baseline_rows
+from ..analysis.reference_study import ANCHOR, PAPER_STATISTIC, usual_threads, baseline_rows
 
 __all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "claim_macros", "rule_macros", "best_mode_macros",
-           "cost_macros", "peak_macros", "heldout_macros", "paired_macros", "second_edition_macros", "peaks_table"]
+           "cost_macros", "peak_macros", "heldout_macros", "second_edition_macros", "peaks_table"]
 
 #: The prices file ``make paper`` reads: the package's (:func:`crossover.shipped_data.shipped_prices_file`).
 PRICES_FILE = shipped_prices_file()
@@ -399,7 +400,7 @@ def peaks_table(macros: list) -> str:
                       "\\midrule", *rows, "\\bottomrule", "\\end{tabular}"]) + "\n"
 
 
-# ------------------------------------------------------------------------------- held-out, paired
+# ------------------------------------------------------------------------------------- held-out
 def heldout_macros(everything: pd.DataFrame, models) -> list:
     """The latency model's accuracy on held-out sizes (the quick suite's ``heldout`` sweep, which fits
     never see): the first machine whose results hold some, fitted on the rest of its run, each point
@@ -436,46 +437,6 @@ def heldout_macros(everything: pd.DataFrame, models) -> list:
     return [Macro("Heldout" + n, NA, "no held-out sizes in the results") for n in names] + \
         [Macro("HeldoutAvailable", "0", "whether held-out sizes were measured"),
          Macro("HeldoutText", "The shipped results hold no held-out sizes yet.", "the held-out accuracy as a sentence")]
-
-
-def paired_macros(frame: pd.DataFrame, rounds: pd.DataFrame, roles: dict) -> list:
-    """Crossovers from paired rounds (:mod:`crossover.analysis.paired_rounds`): the host CPU against the GPU
-    (``PairedHostRounds``: 0 where its rows carry no round sequence) and, on the first CPU-only
-    role, one thread against its usual count along batch size at the anchor (``PairedThreads...``)."""
-    from ..analysis.paired_rounds import crossover_distribution
-
-    fixed = dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"],
-                 **{k: v for k, v in BASELINE.items() if k != "regime"})
-    macros = []
-    n = 0
-    if "Host" in roles and "Cuda" in roles and "sequence" in rounds:
-        pick = lambda r: {"machine": roles[r][0], "device": roles[r][1]}  # noqa: E731
-        n = crossover_distribution(rounds, pick("Host"), pick("Cuda"), fixed=fixed).n_rounds
-    macros.append(Macro("PairedHostRounds", format_number(n), "paired rounds of host CPU and GPU along batch"))
-    names = ("Machine", "Rounds", "Crossing", "Median", "Quartiles", "Range", "Combined", "Usual")
-    if "Vm" not in roles or "sequence" not in rounds:
-        return macros + [Macro("PairedThreads" + s, NA, "no paired rounds") for s in names]
-    machine, device = roles["Vm"]
-    usual = usual_threads(frame).get((machine, device), np.nan)
-    sel = lambda t: {"machine": machine, "device": device, "threads": t}  # noqa: E731
-    dist = crossover_distribution(rounds, sel(1), sel(usual), fixed=fixed)
-    rows = frame[(frame["machine"] == machine) & (frame["device"] == device)]
-    for k, v in fixed.items():
-        rows = rows[rows[k] == v]
-    curves = [rows[rows["threads"] == t].groupby("batch_size")[COLUMN].median() for t in (1, usual)]
-    combined = curve_crossings(*curves) if all(len(c) for c in curves) else []
-    return macros + [
-        Macro("PairedThreadsMachine", _tt(machine), "machine of the paired threads crossover"),
-        Macro("PairedThreadsUsual", format_number(usual), "its usual thread count"),
-        Macro("PairedThreadsRounds", format_number(dist.n_rounds), "paired rounds"),
-        Macro("PairedThreadsCrossing", format_number(dist.n_crossing), "rounds whose curves cross"),
-        Macro("PairedThreadsMedian", format_number(dist.median), "median crossing over rounds"),
-        Macro("PairedThreadsQuartiles", format_interval(dist.q25, dist.q75), "quartiles of the crossings"),
-        Macro("PairedThreadsRange", NA if not dist.n_crossing else f"{format_number(dist.low)}--{format_number(dist.high)}",
-              "smallest and largest crossing"),
-        Macro("PairedThreadsCombined", ", ".join(format_number(x) for x in combined) or "none",
-              "crossing of the medians of rounds"),
-    ]
 
 
 def _agreement_macros(fits: dict) -> list:

@@ -9,12 +9,18 @@ beside it, with whether its interval holds the paired median (``XoverHoldsPaired
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ..analysis.reference_study import ANCHOR, BASELINE
-from .latex import NA, Macro, format_interval, format_number
+from ..analysis.crossovers import curve_crossings
+from ..analysis.reference_study import ANCHOR, BASELINE, PAPER_STATISTIC, usual_threads
+from ..results.statistics import STATISTICS
+from .latex import NA, Macro, _tt, format_interval, format_number
 
-__all__ = ["headline_macros"]
+__all__ = ["headline_macros", "paired_macros"]
+
+#: The latency the paper's medians of rounds read.
+COLUMN = STATISTICS[PAPER_STATISTIC].column
 
 _NAMES = ("Median", "Quartiles", "Range", "Crossing", "RoundCount")
 
@@ -75,3 +81,43 @@ def headline_macros(everything: pd.DataFrame, results, roles: dict, fits: dict) 
             holds = "holds" if fitted.low <= main.median <= fitted.high else "misses"
     macros.append(Macro("XoverHoldsPaired", holds, "whether the fitted interval holds the paired median"))
     return macros
+
+
+def paired_macros(frame: pd.DataFrame, rounds: pd.DataFrame, roles: dict) -> list:
+    """Crossovers from paired rounds (:mod:`crossover.analysis.paired_rounds`): the host CPU against the GPU
+    (``PairedHostRounds``: 0 where its rows carry no round sequence) and, on the first CPU-only
+    role, one thread against its usual count along batch size at the anchor (``PairedThreads...``)."""
+    from ..analysis.paired_rounds import crossover_distribution
+
+    fixed = dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"],
+                 **{k: v for k, v in BASELINE.items() if k != "regime"})
+    macros = []
+    n = 0
+    if "Host" in roles and "Cuda" in roles and "sequence" in rounds:
+        pick = lambda r: {"machine": roles[r][0], "device": roles[r][1]}  # noqa: E731
+        n = crossover_distribution(rounds, pick("Host"), pick("Cuda"), fixed=fixed).n_rounds
+    macros.append(Macro("PairedHostRounds", format_number(n), "paired rounds of host CPU and GPU along batch"))
+    names = ("Machine", "Rounds", "Crossing", "Median", "Quartiles", "Range", "Combined", "Usual")
+    if "Vm" not in roles or "sequence" not in rounds:
+        return macros + [Macro("PairedThreads" + s, NA, "no paired rounds") for s in names]
+    machine, device = roles["Vm"]
+    usual = usual_threads(frame).get((machine, device), np.nan)
+    sel = lambda t: {"machine": machine, "device": device, "threads": t}  # noqa: E731
+    dist = crossover_distribution(rounds, sel(1), sel(usual), fixed=fixed)
+    rows = frame[(frame["machine"] == machine) & (frame["device"] == device)]
+    for k, v in fixed.items():
+        rows = rows[rows[k] == v]
+    curves = [rows[rows["threads"] == t].groupby("batch_size")[COLUMN].median() for t in (1, usual)]
+    combined = curve_crossings(*curves) if all(len(c) for c in curves) else []
+    return macros + [
+        Macro("PairedThreadsMachine", _tt(machine), "machine of the paired threads crossover"),
+        Macro("PairedThreadsUsual", format_number(usual), "its usual thread count"),
+        Macro("PairedThreadsRounds", format_number(dist.n_rounds), "paired rounds"),
+        Macro("PairedThreadsCrossing", format_number(dist.n_crossing), "rounds whose curves cross"),
+        Macro("PairedThreadsMedian", format_number(dist.median), "median crossing over rounds"),
+        Macro("PairedThreadsQuartiles", format_interval(dist.q25, dist.q75), "quartiles of the crossings"),
+        Macro("PairedThreadsRange", NA if not dist.n_crossing else f"{format_number(dist.low)}--{format_number(dist.high)}",
+              "smallest and largest crossing"),
+        Macro("PairedThreadsCombined", ", ".join(format_number(x) for x in combined) or "none",
+              "crossing of the medians of rounds"),
+    ]

@@ -95,7 +95,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
               Macro("Level", format_quantity(100 * level, "%", 2), "confidence level of intervals")]
     macros += design_macros(frame)
     macros += metadata_macros(frame, rounds, roles)
-    for role in ROLES:
+    for role in ROLES + ("HostB", "CudaB"):  # the text names a second GPU machine too (n/a when there is none)
         if role not in roles:
             macros += _absent_role_macros(role)
     for role, fit in sorted(fits.items()):
