@@ -2,7 +2,7 @@
 
 The subcommands live beside this module, one module per group: :mod:`.measure` (``measure``,
 ``sweep``, ``noise``, ``env``), :mod:`.analysis` (``fit``, ``predict``) and :mod:`.figures`
-(``figures``, ``diagram``); :mod:`.args` holds what they share (argument types, JSON output, the
+(``figures``, ``diagram``), :mod:`.fleet` (``fleet run|status|resubmit|compare|cost``); :mod:`.args` holds what they share (argument types, JSON output, the
 shipped results path). No library module of the package builds a parser.
 
 Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
@@ -16,7 +16,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import analysis, compare, export, figures, measure, peaks, user_model
+from . import analysis, compare, export, figures, fleet, measure, peaks, user_model
 from .args import EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -24,7 +24,7 @@ __all__ = ["main", "build_parser", "UsageError"]
 #: Every subcommand, in the order ``crossover --help`` lists them.
 COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise, peaks.add_peaks,
             user_model.add_calibrate, analysis.add_fit, analysis.add_predict, compare.add_compare, export.add_export,
-            figures.add_figures, figures.add_diagram)
+            figures.add_figures, figures.add_diagram, fleet.add_fleet)
 
 
 def build_parser() -> argparse.ArgumentParser:
