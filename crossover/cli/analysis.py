@@ -124,6 +124,10 @@ def _cmd_fit(args) -> int:
                     "series": [_series_json(fits, f) for f in fits.values()], "skipped": fits.skipped,
                     "skipped_series": skipped, "noise_floors": floors})
         return 0
+    from ..results.anchors import node_notes
+
+    for line in node_notes(frame):
+        print(line)
     for fit in fits.values():
         _print_series(fits, fit)
     for label, reason in fits.skipped.items():

@@ -166,7 +166,16 @@ def plan_fleet(suite_path, out_dir, *, executor: str, targets_path=None, shards:
 def _executor(fleet_dir: Path, name: str, target: Target):
     submitit = import_submitit()
     executor = submitit.AutoExecutor(folder=str(fleet_dir / SUBMITIT_DIR / "%j"), cluster=name)
-    executor.update_parameters(**executor_parameters(target))
+    parameters = executor_parameters(target)
+    if name == "local" and "gpus_per_node" not in parameters:
+        # submitit's local executor sets CUDA_VISIBLE_DEVICES to the GPUs asked for: none would hide them all
+        from .environment import cuda_available
+
+        if cuda_available():
+            import torch
+
+            parameters["gpus_per_node"] = torch.cuda.device_count()
+    executor.update_parameters(**parameters)
     return executor
 
 
@@ -262,6 +271,8 @@ def _live_state(fleet_dir: Path, executor: str, record: Optional[dict], submitte
             return ("running" if record else "pending"), "SLURM state unknown here (no sacct)"
         return _SLURM_STATES.get(slurm.split()[0], "failed"), f"SLURM: {slurm}"
     if record is None:
+        if executor == "local" and submitted and process_start(int(submitted["job_id"])) is not None:
+            return "pending", "its process started, no record yet"  # the job id is its controller's pid
         return "missing", "never started" if submitted else "never submitted"
     attempt = record["attempts"][-1]
     if attempt.get("host") != socket.gethostname():

@@ -34,7 +34,7 @@ from .columns import REFERENCE_SWEEP
 from .statistics import quiet_level
 
 __all__ = ["JOB_FILE", "JOB_SCHEMA", "TIME_COLUMNS", "is_fleet_job_dir", "anchor_levels", "anchor_factors",
-           "put_on_anchor_scale", "compare_nodes"]
+           "put_on_anchor_scale", "node_notes", "compare_nodes"]
 
 #: The record a fleet job keeps beside its results (``crossover.measurement.fleet_job``).
 JOB_FILE = "job.json"
@@ -137,6 +137,21 @@ def put_on_anchor_scale(frame: pd.DataFrame, factors: pd.DataFrame) -> pd.DataFr
         frame["raw_times_s"] = [tuple(v * f for v in times) if ok and isinstance(times, tuple) else times
                                 for times, f, ok in zip(frame["raw_times_s"], factor, scaled)]
     return frame
+
+
+def node_notes(frame: pd.DataFrame) -> list:
+    """One sentence per series pooling fleet nodes: how many, which, and the factor each was scaled by
+    (``frame``: loaded results, with ``anchor_scale``)."""
+    if "anchor_scale" not in frame.columns or frame.empty:
+        return []
+    nodes = frame.dropna(subset=["anchor_scale"]).drop_duplicates(["machine", "device", "results_dir"])
+    lines = []
+    for (machine, device), rows in nodes.groupby(["machine", "device"], sort=True):
+        rows = rows.sort_values("results_dir")
+        parts = ", ".join(f"{Path(r.results_dir).name} x{r.anchor_scale:.3f}" for r in rows.itertuples())
+        lines.append(f"{machine}/{device} pools {len(rows)} fleet node{'s' if len(rows) != 1 else ''} ({parts}: "
+                     "each put on the kind's scale by the anchor it measured)")
+    return lines
 
 
 def compare_nodes(frame: pd.DataFrame, thresholds: Optional[dict] = None, *, statistic: str = "p10",
