@@ -334,7 +334,10 @@ def test_a_slower_node_is_put_on_the_kinds_scale_by_the_anchor(fake_steps, suite
     assert "measured the anchor at 1.17x its kind's level" in slow and "at 0.83x" in fast
     table = compare_fleet_nodes(out)
     anchor = table[table["anchor"]]
-    assert len(anchor) == 1 and anchor["verdict"].iloc[0] == "slower" and anchor["ratio"].iloc[0] == pytest.approx(1.4, rel=0.03)
+    assert len(anchor) == 1
+    slow_is_b = json.loads((Path(anchor["node_b"].iloc[0]) / JOB_FILE).read_text())["key"] == "node-shard2of2"
+    assert anchor["verdict"].iloc[0] == ("slower" if slow_is_b else "faster")  # job ids order the nodes
+    assert anchor["ratio"].iloc[0] == pytest.approx(1.4 if slow_is_b else 1 / 1.4, rel=0.03)
     assert anchor["threshold"].iloc[0] == 0.03  # the nodes' noise floor (noise.json)
 
 
@@ -436,3 +439,19 @@ def test_a_real_two_shard_fleet_in_process_fits_one_series_and_predicts_per_mach
     answer = crossover.decide([out], d_model=64, n_layers=8, batch_size=4, n_boot=10)
     machines = {d["machine"] for d in answer.devices}
     assert machines == set(frame["machine"]) and answer.devices[0]["latency_s"] > 0
+
+
+def test_the_local_executor_runs_a_job_in_a_process_of_its_own_and_records_its_failure(suite_file, tmp_path):
+    """A job whose suite is gone fails at once (nothing is timed): the local executor ran it in another
+    process (its own pid, the scheduler's job id), and its record says why."""
+    out = tmp_path / "fleet"
+    plan_fleet(suite_file, out, executor="local", plan="smoke")
+    (out / "suite.toml").unlink()
+    (result,) = fleet_module.submit(out)
+    assert result["state"] == "failed" and "does not exist" in result["error"]
+    (row,) = fleet_status(out)
+    record = json.loads((Path(row["job_dir"]) / JOB_FILE).read_text())
+    attempt = record["attempts"][0]
+    assert attempt["scheduler"] == "submitit-local" and attempt["pid"] != os.getpid()
+    assert attempt["job_id"] == result["job_id"] == Path(row["job_dir"]).name and row["state"] == "failed"
+    assert "does not exist" in row["detail"] and row["step"] == "plan"

@@ -257,11 +257,13 @@ def run_job(spec: dict) -> dict:
         env["fleet_job"] = {"key": spec["key"], "target": spec["target"], "job_id": job_id}
         write_json(job_dir / ENVIRONMENT_FILE, env)
         record["hardware"] = env.get("hardware")
+        save(step="machine check")
         load = check_machine(usable_cores())
         record["machine_check"] = {"busy": bool(load.busy), "warnings": list(load.warnings), "utc": _now()}
         if spec.get("strict") and load.busy:
             save(state="failed", step="machine check", error=f"busy node (strict): {load.warnings[0]}")
             return _summary(record, job_dir)
+        save(step="plan")
         devices = _node_devices(spec)
         save(devices=list(devices), planned_measurements=_planned_measurements(spec, devices))
         for step in job_steps(spec, job_dir, devices):
