@@ -455,3 +455,23 @@ def test_the_local_executor_runs_a_job_in_a_process_of_its_own_and_records_its_f
     assert attempt["scheduler"] == "submitit-local" and attempt["pid"] != os.getpid()
     assert attempt["job_id"] == result["job_id"] == Path(row["job_dir"]).name and row["state"] == "failed"
     assert "does not exist" in row["detail"] and row["step"] == "plan"
+
+
+def test_compare_and_cost_from_the_command_line(fake_steps, suite_file, tmp_path, cli_in_process):
+    out = tmp_path / "fleet"
+    targets = tmp_path / "targets.toml"
+    targets.write_text('[[target]]\nname = "vm"\nusd_per_hour = 0.07\nsource = "assumed"\n')
+    run_fleet(suite_file, out, executor="debug", targets_path=targets, shards=2, plan="smoke")
+    compared = cli_in_process("fleet", "compare", out, "--n-boot", 200)
+    assert compared.returncode == 0 and "the nodes are the same within their noise on the point compared" in compared.stdout
+    assert "anchor cpu d=64 L=8 B=1" in compared.stdout and "(p10; their noise floor 3.0%)" in compared.stdout
+    cost = cli_in_process("fleet", "cost", out, "--d-model", 64, "--n-layers", 8, "--batch-size", "1,32",
+                          "--n-boot", 10, "--json")
+    assert cost.returncode == 0, cost.stderr
+    rows = json.loads(cost.stdout)["rows"]
+    assert [r["batch_size"] for r in rows] == [1, 32] and all(r["cheapest"] for r in rows)
+    truth = 0.07 / 3600 * step_time_s(type("C", (), {"n_layers": 8, "flops": 2 * 32 * 64 * 64 * 8})()) / 32 * 1e6
+    assert rows[1]["usd_per_million"] == pytest.approx(truth, rel=0.05)
+    unpriced = cli_in_process("fleet", "cost", out, "--d-model", 64, "--n-layers", 8, "--batch-size", "1",
+                              "--price", "amd=-1")
+    assert unpriced.returncode == 2 and "--price takes MACHINE=USD_PER_HOUR" in unpriced.stderr

@@ -184,8 +184,8 @@ def _cmd_compare(args) -> int:
             what = "anchor" if r.anchor else "point "
             print(f"  {what} {r.device} d={r.d_model} L={r.n_layers} B={r.batch_size}: {format_seconds(r.a_s)} -> "
                   f"{format_seconds(r.b_s)}, ratio {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] {r.verdict}")
-        verdict = ("differ beyond their noise on " + f"{len(differ)} of {len(rows)} points") if len(differ) else \
-            f"the same within their noise on all {len(rows)} points"
+        verdict = f"differ beyond their noise on {len(differ)} of {len(rows)} points" if len(differ) else \
+            f"are the same within their noise on {'the' if len(rows) == 1 else f'all {len(rows)}'} point{'s' if len(rows) > 1 else ''} compared"
         print(f"  -> the nodes {verdict}" + ("" if len(anchor) else " (no anchor in common)"))
     return 0
 
