@@ -231,7 +231,11 @@ def submit(fleet_dir, keys: Optional[list] = None, *, stream: Optional[TextIO] =
             handle.cancel()
             raise
         except Exception as error:  # noqa: BLE001 - a killed or crashed job: recorded, the next one runs
-            summary = {"state": "failed", "error": f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"}
+            text = f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+            if type(error).__name__ == "UncompletedJobError":
+                text = (f"ended without a result (killed, cancelled, out of memory?); submitit's log: "
+                        f"{handle.paths.stderr}")
+            summary = {"state": "failed", "error": text}
         state = summary.get("state", "failed")
         stream.write(f"crossover: {job['key']}: job {handle.job_id} {state}"
                      + (f": {summary['error']}" if summary.get("error") else "") + "\n")
