@@ -475,3 +475,36 @@ def test_compare_and_cost_from_the_command_line(fake_steps, suite_file, tmp_path
     unpriced = cli_in_process("fleet", "cost", out, "--d-model", 64, "--n-layers", 8, "--batch-size", "1",
                               "--price", "amd=-1")
     assert unpriced.returncode == 2 and "--price takes MACHINE=USD_PER_HOUR" in unpriced.stderr
+
+
+def test_slurm_states_pending_preempted_timed_out_and_a_queued_resubmission(suite_file, tmp_path, monkeypatch):
+    """What SLURM says (sacct, through submitit; faked here) decides a job the records cannot: one
+    queued, one preempted, one past its time limit, and one resubmitted after a failure that waits in
+    the queue, which is pending (not failed) and is not submitted a third time."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "sbatch").write_text("#!/bin/sh\nexit 1\n")
+    (fake_bin / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "fleet"
+    plan_fleet(suite_file, out, executor="slurm", shards=4, plan="smoke")
+    fleet = read_fleet(out)
+    submissions = {0: ["100"], 1: ["101"], 2: ["102", "103"], 3: ["104"]}
+    for index, ids in submissions.items():
+        fleet["jobs"][index]["attempts"] = [{"job_id": i, "executor": "slurm"} for i in ids]
+    fleet_job.write_json(out / "fleet.json", fleet)
+    for index, (job_id, state) in {1: ("101", "running"), 2: ("102", "failed"), 3: ("104", "running")}.items():
+        fleet_job.write_json(out / "m" / job_id / JOB_FILE, {
+            "schema": "crossover-fleet-job", "key": fleet["jobs"][index]["key"], "machine": "m", "state": state,
+            "error": "sweep exited with status 1" if state == "failed" else None,
+            "attempts": [{"job_id": job_id, "host": "node7", "pid": 1}]})
+    sacct = {"100": "PENDING", "101": "PREEMPTED", "102": "FAILED", "103": "PENDING", "104": "TIMEOUT"}
+    monkeypatch.setattr(fleet_module, "_slurm_state", lambda folder, job_id: sacct[job_id])
+    states = [(s["key"], s["state"]) for s in fleet_status(out)]
+    assert states == [("node-shard1of4", "pending"), ("node-shard2of4", "preempted"), ("node-shard3of4", "pending"),
+                      ("node-shard4of4", "failed")]
+    assert fleet_module.job_keys_to_resubmit(fleet_status(out)) == ["node-shard2of4", "node-shard4of4"]
+    sacct["103"] = "FAILED"  # the resubmission failed before it wrote a record: the job failed
+    assert fleet_status(out)[2]["state"] == "failed"
+    monkeypatch.setattr(fleet_module, "_slurm_state", lambda folder, job_id: "UNKNOWN")  # no sacct here
+    assert [s["state"] for s in fleet_status(out)] == ["pending", "running", "pending", "running"]

@@ -266,18 +266,42 @@ def _slurm_state(fleet_dir: Path, job_id: str) -> str:
         return "UNKNOWN"
 
 
-def _live_state(fleet_dir: Path, executor: str, record: Optional[dict], submitted: Optional[dict]) -> tuple:
-    """(state, detail) of a job whose record says it is running, or that has none."""
-    if executor == "slurm" and submitted:
-        job_id = (record or {}).get("attempts", [{}])[-1].get("job_id") or submitted["job_id"]
-        slurm = _slurm_state(fleet_dir, job_id)
+def _submission_state(fleet_dir: Path, executor: str, submitted: dict) -> Optional[tuple]:
+    """(state, detail) of the latest submission while the scheduler still holds it, or None where it
+    does not (it ended, or this machine cannot ask)."""
+    if executor == "slurm":
+        slurm = _slurm_state(fleet_dir, submitted["job_id"])
         if slurm == "UNKNOWN":
-            return ("running" if record else "pending"), "SLURM state unknown here (no sacct)"
+            return None
         return _SLURM_STATES.get(slurm.split()[0], "failed"), f"SLURM: {slurm}"
+    if executor == "local" and process_start(int(submitted["job_id"])) is not None:
+        return "pending", "its process started, no record of it yet"  # the job id is its controller's pid
+    return None
+
+
+def _state(fleet_dir: Path, executor: str, record: Optional[dict], submitted: Optional[dict]) -> tuple:
+    """(state, detail) of a job from its record and its latest submission.
+
+    The record (``job.json``) says what the job's latest *started* attempt did. A submission newer than
+    that (resubmitted, still queued) is asked of the scheduler, so a job waiting in SLURM's queue is
+    ``pending``, not the ``failed`` of the attempt before it, and is not submitted twice.
+    """
+    started = {a.get("job_id") for a in (record or {}).get("attempts", [])}
+    if submitted is not None and submitted["job_id"] not in started:
+        live = _submission_state(fleet_dir, executor, submitted)
+        if live is not None and (live[0] in ("pending", "running") or record is None):
+            return live
+        if live is None and executor == "slurm":  # not asked twice: a queued job must not be submitted again
+            return "pending", f"submitted as job {submitted['job_id']}; SLURM state unknown here (no sacct)"
+        if record is None:
+            return "missing", "submitted, never started"
     if record is None:
-        if executor == "local" and submitted and process_start(int(submitted["job_id"])) is not None:
-            return "pending", "its process started, no record yet"  # the job id is its controller's pid
-        return "missing", "never started" if submitted else "never submitted"
+        return "missing", "never submitted"
+    if record.get("state") in ("done", "failed"):
+        return record["state"], record.get("error") or ""
+    if executor == "slurm":  # the record says running: does SLURM agree?
+        live = _submission_state(fleet_dir, executor, submitted) if submitted else None
+        return live if live is not None else ("running", "SLURM state unknown here (no sacct)")
     attempt = record["attempts"][-1]
     if attempt.get("host") != socket.gethostname():
         return "running", f"on {attempt.get('host')}: cannot check from here"
@@ -305,10 +329,7 @@ def fleet_status(fleet_dir) -> list:
         job_dir = find_job_dir(fleet_dir, job["key"])
         record = read_job(job_dir) if job_dir else None
         submitted = job["attempts"][-1] if job["attempts"] else None
-        state = (record or {}).get("state")
-        detail = (record or {}).get("error") or ""
-        if state not in ("done", "failed"):
-            state, detail = _live_state(fleet_dir, fleet["executor"], record, submitted)
+        state, detail = _state(fleet_dir, fleet["executor"], record, submitted)
         attempt = (record or {}).get("attempts", [{}])[-1]
         shard = f"{job['shard'][0] + 1}/{job['shard'][1]}" if job.get("shard") else None
         rows.append({"key": job["key"], "target": job["target"], "shard": shard,
