@@ -4,8 +4,8 @@ size at the prices of the fleet's targets.
 Each machine kind of the results (a machine label: the nodes of one partition pool into it, put on one
 scale by their anchor, :mod:`crossover.results.anchors`) and each of its devices is one fitted series
 (the one ``crossover predict`` reports on). At each batch size, a device's cost of a million samples
-is its machine's price per hour times the time a million samples take, one batch after another:
-``usd_per_hour / 3600 * latency_s / batch_size * 1e6``. A machine is priced whole (a GPU node's host
+is its machine's price per hour times the time a million samples take, one batch after another
+(:func:`crossover.analysis.crossovers.cost_per_million_samples`). A machine is priced whole (a GPU node's host
 CPU costs the node), as the prices file does. The latency's bootstrap interval gives the cost's.
 """
 
@@ -23,8 +23,11 @@ __all__ = ["cost_table", "cheapest_per_batch", "usd_per_million"]
 
 
 def usd_per_million(usd_per_hour: float, latency_s: float, batch_size: int) -> float:
-    """What a million samples cost on a machine of ``usd_per_hour`` taking ``latency_s`` a batch."""
-    return usd_per_hour / 3600.0 * latency_s / batch_size * 1e6
+    """What a million samples cost on a machine of ``usd_per_hour`` taking ``latency_s`` a batch
+    (:func:`crossover.analysis.crossovers.cost_per_million_samples`, as a float)."""
+    from .crossovers import cost_per_million_samples
+
+    return float(cost_per_million_samples(latency_s, batch_size, usd_per_hour))
 
 
 def cost_table(fits: dict, prices: dict, *, d_model: int, n_layers: int, batch_sizes: Sequence[int]) -> pd.DataFrame:
