@@ -508,3 +508,23 @@ def test_slurm_states_pending_preempted_timed_out_and_a_queued_resubmission(suit
     assert fleet_status(out)[2]["state"] == "failed"
     monkeypatch.setattr(fleet_module, "_slurm_state", lambda folder, job_id: "UNKNOWN")  # no sacct here
     assert [s["state"] for s in fleet_status(out)] == ["pending", "running", "pending", "running"]
+
+
+def test_the_hardware_fingerprint_reads_the_caches_and_the_scheduler_job_is_named(tmp_path):
+    from crossover.measurement.environment import cpu_caches, hardware_fingerprint, scheduler_job
+
+    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "1024K"),
+                                                 (3, "Unified", "32768K")]):
+        directory = tmp_path / "cpu0" / "cache" / f"index{index}"
+        directory.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (directory / name).write_text(f"{value}\n")
+    assert cpu_caches(tmp_path) == {"L1d": 48 * 2**10, "L1i": 32 * 2**10, "L2": 2**20, "L3": 32 * 2**20}
+    assert cpu_caches(tmp_path / "nowhere") == {}
+    assert scheduler_job({"SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "16", "SLURM_ARRAY_TASK_ID": "3"}) == \
+        {"scheduler": "slurm", "job_id": "16_3"}  # an array task, named as submitit names it
+    assert scheduler_job({"SLURM_JOB_ID": "17"}) == {"scheduler": "slurm", "job_id": "17"}
+    assert scheduler_job({"SUBMITIT_LOCAL_JOB_ID": "4242"}) == {"scheduler": "submitit-local", "job_id": "4242"}
+    assert scheduler_job({}) is None
+    one, two = hardware_fingerprint(), hardware_fingerprint()
+    assert one == two and len(one["kind_digest"]) == 12 and one["kind_digest"] != one["node_digest"]
