@@ -259,7 +259,8 @@ def run_job(spec: dict) -> dict:
         record["hardware"] = env.get("hardware")
         save(step="machine check")
         load = check_machine(usable_cores())
-        record["machine_check"] = {"busy": bool(load.busy), "warnings": list(load.warnings), "utc": _now()}
+        check = {"busy": bool(load.busy), "warnings": list(load.warnings), "utc": _now()}
+        record["machine_check"] = record["attempts"][-1]["machine_check"] = check  # the latest, and each attempt's
         if spec.get("strict") and load.busy:
             save(state="failed", step="machine check", error=f"busy node (strict): {load.warnings[0]}")
             return _summary(record, job_dir)
