@@ -1,8 +1,8 @@
 """The ``crossover`` command line: the top-level parser and :func:`main`.
 
 The subcommands live beside this module, one module per group: :mod:`.measure` (``measure``,
-``sweep``, ``noise``, ``env``), :mod:`.analysis` (``fit``, ``predict``), :mod:`.advise` (``advise``) and :mod:`.figures`
-(``figures``, ``diagram``); :mod:`.args` holds what they share (argument types, JSON output, the
+            user_model.add_calibrate, analysis.add_fit, analysis.add_predict, advise.add_advise, compare.add_compare,
+            export.add_export, figures.add_figures, figures.add_diagram, fleet.add_fleet, inventory.add_list)
 shipped results path). No library module of the package builds a parser.
 
 Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
@@ -17,7 +17,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import CrossoverError
-from . import advise, analysis, compare, export, figures, inventory, measure, peaks, user_model
+from . import advise, analysis, compare, export, figures, fleet, inventory, measure, peaks, user_model
 from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -25,7 +25,7 @@ __all__ = ["main", "build_parser", "UsageError"]
 #: Every subcommand, in the order ``crossover --help`` lists them.
 COMMANDS = (measure.add_measure, measure.add_sweep, measure.add_env, measure.add_noise, peaks.add_peaks,
             user_model.add_calibrate, analysis.add_fit, analysis.add_predict, advise.add_advise, compare.add_compare,
-            export.add_export, figures.add_figures, figures.add_diagram, inventory.add_list)
+            export.add_export, figures.add_figures, figures.add_diagram, fleet.add_fleet, inventory.add_list)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -62,8 +62,11 @@ def _noise_floors(args) -> list:
 
 
 def _print_noise_floors(floors) -> None:
+    machines = [f["machine"] for f in floors]
     for f in floors:
-        print(f"noise floor of {f['machine']} (crossover noise, {f['date_utc'][:10]}): one run's {f['statistic']} "
+        # several floors of one machine: the nodes of a fleet, each named by its directory
+        node = f" node {Path(f['path']).parent.name}" if machines.count(f["machine"]) > 1 and f.get("path") else ""
+        print(f"noise floor of {f['machine']}{node} (crossover noise, {f['date_utc'][:10]}): one run's {f['statistic']} "
               f"lies {f['compute_bound_pct']:.1f}% from another's on compute-bound sizes, "
               f"{f['memory_or_launch_bound_pct']:.1f}% on memory- or launch-bound ones (worst {f['worst_pct']:.0f}%): "
               "a prediction for a later run on that machine cannot be checked more closely")
@@ -124,6 +127,10 @@ def _cmd_fit(args) -> int:
                     "series": [_series_json(fits, f) for f in fits.values()], "skipped": fits.skipped,
                     "skipped_series": skipped, "noise_floors": floors})
         return 0
+    from ..results.anchors import node_notes
+
+    for line in node_notes(frame):
+        print(line)
     for fit in fits.values():
         _print_series(fits, fit)
     for label, reason in fits.skipped.items():

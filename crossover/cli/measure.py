@@ -179,22 +179,27 @@ def add_sweep(sub) -> None:
                         "sweep with CPU points into a directory calibrates after measuring, about 70 s, so that "
                         "'fit' and 'predict' have the calibrated candidate; never again on --resume or when "
                         "DIR/calibration holds one)")
+    p.add_argument("--shard", metavar="I/N",
+                   help="measure only shard I of N (whole pairing groups with all their rounds, dealt out by "
+                        "expected time; every shard also measures the drift reference, the anchor the shards "
+                        "are put on one scale by): one node's part of a suite split over N identical nodes")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
 
 def _cmd_sweep(args) -> int:
     from ..measurement.suites import load_suite
-    from ..measurement.sweep import resolve_devices, run_suite, select_sweeps
+    from ..measurement.sweep import parse_shard, resolve_devices, run_suite, select_sweeps, shard_points
 
     suite = select_sweeps(load_suite(args.suite), comma_list(args.only))
+    shard = parse_shard(args.shard) if args.shard else None
     if args.seed is not None:
         suite = dataclasses.replace(suite, seed=args.seed)
     devices = resolve_devices(suite, comma_list(args.devices))
     if args.dry_run:
         from ..measurement.sweep import plan_rounds
 
-        points = suite.points(devices)
+        points = shard_points(suite.points(devices), suite, shard)
         plan = plan_rounds(points, seed=suite.seed, pair_by=suite.pair_by,
                            references=tuple(suite.reference_configs(devices)), reference_every=suite.reference_every)
         for item in plan:
@@ -209,7 +214,7 @@ def _cmd_sweep(args) -> int:
         return 0
     summary = run_suite(
         suite, args.out, resume=args.resume, machine=args.machine, devices=devices, progress=not args.quiet,
-        strict=args.strict, allow_mixed=args.allow_mixed,
+        strict=args.strict, allow_mixed=args.allow_mixed, shard=shard,
     )
     print(
         f"suite {suite.name}: {summary.measured} measured, {summary.skipped} skipped, "

@@ -28,6 +28,9 @@ def add_peaks(sub) -> None:
     p.add_argument("--machine", help="machine label (default: from the CPU/GPU name, as sweep labels rows)")
     p.add_argument("--devices", default="cpu", help="comma-separated devices (default cpu), e.g. cpu,cuda")
     p.add_argument("--out", type=Path, help="results directory to store peaks.json in (merged with what is there)")
+    p.add_argument("--smoke", action="store_true",
+                   help="a few seconds, to check an installation (a 64 MiB copy, products of 128 and 512, "
+                        "0.05 s each): lower than the full measurement")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_peaks)
 
@@ -44,7 +47,12 @@ def _cmd_peaks(args) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is not a directory")
     gpu_sizes, cpu_sizes = (256, 512, 1024, 2048, 4096), (256, 512, 1024)
-    peaks = {d: measure_peaks(d, gemm_sizes=gpu_sizes if d.startswith("cuda") else cpu_sizes) for d in devices}
+    options = {}
+    if args.smoke:
+        gpu_sizes = cpu_sizes = (128, 512)
+        options = dict(stream_bytes=64 * 2**20, max_run_time_s=0.05)
+    peaks = {d: measure_peaks(d, gemm_sizes=gpu_sizes if d.startswith("cuda") else cpu_sizes, **options)
+             for d in devices}
     machine = args.machine or machine_label()
     if args.out is not None:
         before = read_peaks(args.out)

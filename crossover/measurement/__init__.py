@@ -13,7 +13,10 @@ user_module    the user's model: a factory from a file, a sample shape
 noise          the machine's noise floor: one run's estimate against another's
 machine_load   competing load and thread oversubscription, before and during a run
 procfs         /proc, cgroup and cpufreq readings
-environment    the environment record: machine label, CPU, GPU, versions, threads
+environment    the environment record: machine label, CPU, GPU, versions, threads, hardware
+fleet          a suite on many nodes with submitit: jobs, their status, resubmission
+fleet_targets  targets (partitions, node kinds) from TOML into submitit's parameters
+fleet_job      one fleet job on its node: each step, its record (job.json)
 =============  ====================================================================
 """
 
@@ -35,6 +38,8 @@ _EXPORTS = {
     "machine_label": "environment",
     "cuda_available": "environment",
     "check_machine": "machine_load",
+    "run_fleet": "fleet",
+    "fleet_status": "fleet",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -26,7 +26,7 @@ from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores
 
 __all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "require_device",
-           "device_name", "NO_CUDA",
+           "device_name", "NO_CUDA", "cpu_caches", "hardware_fingerprint", "scheduler_job",
            "thread_environment", "torch_build_info", "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
 
 #: Environment variables that set or steer the CPU's thread pools (OpenMP, Intel's and GNU's OpenMP
@@ -97,6 +97,75 @@ def machine_label() -> str:
     if cuda_available():
         return f"{_slug(torch.cuda.get_device_name(0))}-{usable_cores()}c"
     return f"{_slug(cpu_model_name())}-{usable_cores()}c"
+
+
+def cpu_caches(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> dict:
+    """The CPU's caches as the kernel lists them for CPU 0: ``{"L1d": bytes, "L1i": ..., "L2": ..., "L3": ...}``
+    (empty where sysfs does not say)."""
+    caches = {}
+    for index in sorted((sys_cpu / "cpu0" / "cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        number, unit = (size[:-1], size[-1]) if size[-1:] in units else (size, "")
+        if not number.isdigit():
+            continue
+        name = f"L{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
+        caches[name] = int(number) * units.get(unit, 1)
+    return caches
+
+
+def hardware_fingerprint() -> dict:
+    """What makes this node's hardware what it is, and a digest of it.
+
+    Returns
+    -------
+    dict
+        ``cpu_model``, ``cpu_logical_cores``, ``caches`` (:func:`cpu_caches`), and on a CUDA machine
+        ``gpu_name``, ``gpu_uuid`` (this very GPU) and ``gpu_driver``; ``kind_digest`` hashes the fields
+        two nodes of one kind share (everything but the GPU's UUID), so nodes of one partition agree on
+        it and a node of another hardware does not; ``node_digest`` adds the host name and GPU UUID.
+    """
+    import hashlib
+    import json
+
+    info = {"cpu_model": cpu_model_name(), "cpu_logical_cores": os.cpu_count(), "caches": cpu_caches()}
+    if cuda_available():
+        props = torch.cuda.get_device_properties(0)
+        uuid = getattr(props, "uuid", None)
+        info.update(gpu_name=torch.cuda.get_device_name(0), gpu_uuid=None if uuid is None else str(uuid),
+                    gpu_driver=_nvidia_driver_version())
+
+    def digest(fields: dict) -> str:
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+
+    kind = {k: v for k, v in info.items() if k != "gpu_uuid"}
+    info["kind_digest"] = digest(kind)
+    info["node_digest"] = digest({**info, "hostname": socket.gethostname()})
+    return info
+
+
+#: Environment variables naming the scheduler's job a process runs in, by scheduler (first found wins).
+SCHEDULER_JOB_VARIABLES = (
+    ("slurm", ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID")),
+    ("slurm", ("SLURM_JOB_ID",)),
+    ("submitit-local", ("SUBMITIT_LOCAL_JOB_ID",)),
+    ("submitit-debug", ("SUBMITIT_DEBUG_JOB_ID",)),
+)
+
+
+def scheduler_job(environ: Optional[Mapping[str, str]] = None) -> Optional[dict]:
+    """The scheduler job this process runs in: ``{"scheduler": "slurm", "job_id": "1234_5"}`` (an array
+    task as ``<array id>_<index>``, as submitit names it), or None outside one."""
+    environ = os.environ if environ is None else environ
+    for scheduler, names in SCHEDULER_JOB_VARIABLES:
+        if all(environ.get(name) for name in names):
+            return {"scheduler": scheduler, "job_id": "_".join(environ[name] for name in names)}
+    return None
 
 
 def available_memory_bytes(device: str) -> int:
@@ -230,7 +299,8 @@ def environment(full: bool = False) -> dict:
         frequency governor (None where unreadable), torch's intra-op thread count, the thread-pool
         environment variables that are set (``thread_env``), memory, OS, Python, torch, numpy
         versions, CUDA/cuDNN versions and GPU name, capability and memory where CUDA is present,
-        load average, date, git commit. Results written before a field existed simply lack it.
+        load average, date, git commit, the scheduler job it runs in (``scheduler_job``, None outside
+        one: :func:`scheduler_job`) and the node's ``hardware`` (:func:`hardware_fingerprint`). Results written before a field existed simply lack it.
     """
     import numpy
 
@@ -255,6 +325,7 @@ def environment(full: bool = False) -> dict:
         "cuda_available": cuda_available(),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git_commit(),
+        "scheduler_job": scheduler_job(),
     }
     try:
         env["load_avg_1min"] = os.getloadavg()[0]
@@ -274,6 +345,7 @@ def environment(full: bool = False) -> dict:
                 "gpu_driver": _nvidia_driver_version(),
             }
         )
+    env["hardware"] = hardware_fingerprint()
     if full:
         env["torch_build"] = torch_build_info()
     return env

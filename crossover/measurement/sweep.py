@@ -20,7 +20,7 @@ from ..results.store import (REFERENCE_SWEEP, WARNING_SEPARATOR, ResultsError, R
 from .suites import PlannedPoint, Suite
 from ..units import format_seconds
 
-__all__ = ["run_suite", "plan_rounds", "PlannedMeasurement", "pair_key", "REFERENCE_SWEEP", "resolve_devices", "select_sweeps", "SweepSummary", "Progress", "measurement_row", "skipped_row"]
+__all__ = ["run_suite", "plan_rounds", "PlannedMeasurement", "pair_key", "REFERENCE_SWEEP", "resolve_devices", "select_sweeps", "SweepSummary", "Progress", "measurement_row", "skipped_row", "shard_points", "parse_shard"]
 
 
 @dataclass
@@ -166,6 +166,64 @@ def _rotated(items: list, k: int) -> list:
     return items[k:] + items[:k]
 
 
+def shard_points(points: list, suite: Suite, shard: Optional[tuple]) -> list:
+    """The points of one shard of a suite split over identical nodes.
+
+    Points measured back to back (one pairing group: the same point on each of ``suite.pair_by``'s
+    values) stay together, with all their rounds, so a node measures whole rounds of its points and
+    keeps the pairing; the groups are dealt out longest first (by their expected time, every round
+    of them) to the shard with the least time so far, so shards take about as long. The drift
+    reference is not a point of any shard: :func:`plan_rounds` gives it to every shard, each round,
+    as the anchor all nodes measure.
+
+    Parameters
+    ----------
+    points : list of PlannedPoint
+        The suite's points (:meth:`crossover.measurement.suites.Suite.points`).
+    suite : Suite
+        For the pairing fields and the timing (expected cost of a point).
+    shard : (int, int) or None
+        ``(index, count)``, index from 0; None: every point.
+
+    Returns
+    -------
+    list of PlannedPoint
+        The shard's points in the suite's order. Every point is in exactly one shard of a count.
+    """
+    if shard is None:
+        return list(points)
+    index, count = shard
+    groups: dict = {}
+    for point in points:
+        groups.setdefault(pair_key(point.config, suite.pair_by), []).append(point)
+    cost = {key: sum(_expected_cost_s(p.config, suite) * p.rounds for p in members) for key, members in groups.items()}
+    load = [0.0] * count
+    owner = {}
+    for key in sorted(groups, key=lambda k: -cost[k]):  # stable: equal costs keep the suite's order
+        chosen = min(range(count), key=lambda i: (load[i], i))
+        owner[key] = chosen
+        load[chosen] += cost[key]
+    return [p for p in points if owner[pair_key(p.config, suite.pair_by)] == index]
+
+
+def parse_shard(text: str) -> tuple:
+    """``"I/N"`` (I from 1 to N, as a user counts) -> ``(I - 1, N)``.
+
+    Raises
+    ------
+    ConfigError
+        Not two positive integers with I at most N.
+    """
+    parts = str(text).split("/")
+    try:
+        number, count = (int(part) for part in parts)
+    except ValueError:
+        number, count = 0, 0
+    if len(parts) != 2 or not 1 <= number <= count:
+        raise ConfigError(f"a shard is I/N with 1 <= I <= N (e.g. 1/2), got {text!r}")
+    return number - 1, count
+
+
 def resolve_devices(suite: Suite, devices: Optional[tuple], stream: Optional[TextIO] = None) -> tuple:
     """The devices to measure: ``devices`` checked against the suite and this machine, or by default
     the suite's, less ``cuda`` (with a message on ``stream``) where CUDA is absent."""
@@ -207,6 +265,7 @@ def run_suite(
     strict: bool = False,
     allow_mixed: bool = False,
     check_load: Callable[..., object] = None,
+    shard: Optional[tuple] = None,
 ) -> SweepSummary:
     """Measure every point of ``suite`` and append the rows to ``out_dir``.
 
@@ -242,6 +301,9 @@ def run_suite(
         from this machine's. Refused by default: such runs do not belong in one dataset.
     check_load : callable, optional
         ``check_load(threads) -> LoadReport`` before the run (default :func:`crossover.measurement.machine_load.check_machine`).
+    shard : (int, int), optional
+        ``(index, count)``: measure only this shard's points (:func:`shard_points`), with the drift
+        reference of every round as the anchor every shard shares; recorded in the run's plan.
 
     Returns
     -------
@@ -271,6 +333,8 @@ def run_suite(
     env["machine"] = machine
     env["suite"] = suite.name
     env["plan"] = {"seed": suite.seed, "pair_by": list(suite.pair_by), "reference_every": suite.reference_every}
+    if shard is not None:
+        env["plan"]["shard"] = list(shard)
     if not allow_mixed:
         check_same_environment(out_dir, env)
     make_results_directory(out_dir)  # a bad --out fails here, before anything is measured
@@ -283,7 +347,7 @@ def run_suite(
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     writer = ResultsWriter(out_dir, run_id, env)
 
-    plan = plan_rounds(suite.points(devices), seed=suite.seed, pair_by=suite.pair_by,
+    plan = plan_rounds(shard_points(suite.points(devices), suite, shard), seed=suite.seed, pair_by=suite.pair_by,
                        references=tuple(suite.reference_configs(devices)), reference_every=suite.reference_every)
     done = writer.existing_keys()
     summary = SweepSummary(planned=len(plan))

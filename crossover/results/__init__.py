@@ -8,6 +8,7 @@ store          results directories: writing rows, reading and validating them, s
 statistics     a point's latency statistic (p10, median of rounds, fastest), the quiet level
 drift          a run's drift-reference readings, run levels, mixed-speed warnings
 compare        two runs point by point: ratios, intervals, verdicts
+anchors        a fleet's nodes on one scale by the anchor they all measure; nodes compared
 export         pyperf JSON, Parquet, torch.utils.benchmark Measurements
 prices         prices per hour of whole machines (the prices file), a replica's share of one
 =============  ====================================================================

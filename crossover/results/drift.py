@@ -113,11 +113,13 @@ def run_levels(frame: pd.DataFrame, value: str = "median_s") -> pd.DataFrame:
 
 def mixed_speed_warnings(frame: pd.DataFrame, tolerance_pct: float = MIXED_SPEED_PCT) -> list:
     """One sentence per series whose runs (:func:`run_levels`) measured the sizes they share more than
-    ``tolerance_pct`` apart: fitting them together mixes two speeds."""
+    ``tolerance_pct`` apart: fitting them together mixes two speeds; and one per fleet node whose anchor
+    lay that far from its kind's level (column ``anchor_scale``, :mod:`crossover.results.anchors`):
+    its rows were scaled onto the kind's level, which a fit cannot tell from a slower machine."""
+    lines = _scaled_node_warnings(frame, tolerance_pct)
     levels = run_levels(frame)
     apart = levels[np.abs(np.log(levels["ratio"].astype(float))) > np.log1p(tolerance_pct / 100)]
     keys = [k for k in levels.columns if k not in ("results_dir", "reference", "n_sizes", "n_shared", "ratio")]
-    lines = []
     for _, rows in apart.groupby(keys, dropna=False, sort=True):
         first = rows.iloc[0]
         parts = [f"{_name(r.results_dir)} at {r.ratio:.2f}x the time of {_name(r.reference)} on the {r.n_shared} "
@@ -126,6 +128,16 @@ def mixed_speed_warnings(frame: pd.DataFrame, tolerance_pct: float = MIXED_SPEED
                      f"({'; '.join(parts)}): one curve fitted through both; fit one run alone (--results DIR) "
                      "to compare them")
     return lines
+
+
+def _scaled_node_warnings(frame: pd.DataFrame, tolerance_pct: float) -> list:
+    if "anchor_scale" not in frame.columns or frame.empty:
+        return []
+    scaled = frame.dropna(subset=["anchor_scale"]).drop_duplicates(["results_dir", "machine", "device"])
+    far = scaled[np.abs(np.log(scaled["anchor_scale"].astype(float))) > np.log1p(tolerance_pct / 100)]
+    return [f"{r.machine}/{r.device}: node {_name(r.results_dir)} measured the anchor at {1 / r.anchor_scale:.2f}x "
+            "its kind's level; its rows were put on the kind's scale (crossover fleet compare DIR says whether "
+            "the nodes differ beyond their noise)" for r in far.sort_values("results_dir").itertuples()]
 
 
 def _name(results_dir) -> str:

@@ -45,6 +45,7 @@ from .columns import (COLUMN_TYPES, COLUMNS, KEY_COLUMNS, REFERENCE_SWEEP, STATU
                       WARNING_SEPARATOR, point_key)
 from ..errors import ResultsError
 from .statistics import combine_rounds_of, is_drifted, quiet_level
+from .anchors import anchor_factors, put_on_anchor_scale
 
 __all__ = [
     "SCHEMA",
@@ -372,6 +373,7 @@ def load_results(
     combine_rounds: bool = True,
     include_reference: bool = False,
     drop_drifted: bool = False,
+    anchor_scale: bool = True,
 ) -> pd.DataFrame:
     """Load results into one tidy DataFrame.
 
@@ -393,11 +395,16 @@ def load_results(
     drop_drifted : bool
         Leave out the rounds measured while the drift reference sat more than :data:`DRIFT_LIMIT`
         above its quiet level, before rounds are combined.
+    anchor_scale : bool
+        Put the nodes of a fleet (results directories written by ``crossover fleet`` jobs) on one scale
+        per machine kind by the anchor every node measures
+        (:func:`crossover.results.anchors.put_on_anchor_scale`); other results are never scaled.
+        Column ``anchor_scale`` holds the factor (NaN where none applies).
 
     Returns
     -------
     pandas.DataFrame
-        One row per point, columns as in :data:`COLUMNS` (plus ``results_dir``), typed, with at least
+        One row per point, columns as in :data:`COLUMNS` (plus ``results_dir`` and ``anchor_scale``), typed, with at least
         ``machine, device, d_model, n_layers, batch_size, median_s, iqr_s, flops, params``.
 
     Raises
@@ -425,6 +432,7 @@ def load_results(
     else:
         frame = pd.concat(frames, ignore_index=True)
     frame = attach_references(frame)
+    factors = anchor_factors(frame) if anchor_scale else None
     if not include_reference:
         frame = frame[frame["sweep"] != REFERENCE_SWEEP]
     if drop_drifted:
@@ -436,6 +444,7 @@ def load_results(
         tuple(float(v) for v in text.split(";")) if isinstance(text, str) and text else ()
         for text in frame["raw_times_s"]
     ]
+    frame = put_on_anchor_scale(frame, factors) if factors is not None else frame.assign(anchor_scale=np.nan)
     if combine_rounds:
         frame = combine_rounds_of(frame)
     if not raw:
