@@ -29,7 +29,7 @@ import shutil
 import socket
 import sys
 from pathlib import Path
-from typing import Optional, TextIO, Union
+from typing import Optional, TextIO
 
 from ..errors import ConfigError
 from .fleet_job import find_job_dir, job_spec, process_start, read_job, run_job, write_json
