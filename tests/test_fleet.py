@@ -475,6 +475,11 @@ def test_compare_and_cost_from_the_command_line(fake_steps, suite_file, tmp_path
     unpriced = cli_in_process("fleet", "cost", out, "--d-model", 64, "--n-layers", 8, "--batch-size", "1",
                               "--price", "amd=-1")
     assert unpriced.returncode == 2 and "--price takes MACHINE=USD_PER_HOUR" in unpriced.stderr
+    predicted = cli_in_process("predict", "--results", out, "--d-model", 64, "--n-layers", 8, "--batch-size", 32,
+                               "--n-boot", 10, "--quiet", "--json")  # predict prices a fleet at its targets' prices
+    assert predicted.returncode == 0, predicted.stderr
+    [priced] = json.loads(predicted.stdout)["fleet_costs"]
+    assert priced["cheapest"] and priced["usd_per_million"] == pytest.approx(rows[1]["usd_per_million"], rel=1e-6)
 
 
 def test_slurm_states_pending_preempted_timed_out_and_a_queued_resubmission(suite_file, tmp_path, monkeypatch):

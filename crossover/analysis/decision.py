@@ -305,6 +305,9 @@ def _decide_toy(results, d_model, n_layers, batch_size, *, workload, mode, dtype
         table = check_parameters(fits[item["series"]].parameters(), fits[item["series"]].peaks)
         item["unidentified_parameters"] = [row.param for row in table.itertuples() if not row.identified]
         item["impossible_parameters"] = [row.param for row in table.itertuples() if row.above_peak]
+    fleet_costs = _fleet_costs(results, fits, d_model, n_layers, batch_size)
+    if fleet_costs is not None:
+        result["fleet_costs"] = fleet_costs
     here = this_machine()
     if here and here not in {f.key["machine"] for f in fits.values()}:
         warnings.append(f"this machine ({here}) is not in these results: its CPU is not among the devices; measure it "
@@ -312,6 +315,26 @@ def _decide_toy(results, d_model, n_layers, batch_size, *, workload, mode, dtype
                         "add --results results/local")
     payload = {"results": results, "statistic": statistic, **result}
     return Decision("toy", payload, fits=dict(fits), warnings=warnings)
+
+
+def _fleet_costs(results, fits: dict, d_model, n_layers, batch_size) -> Optional[list]:
+    """Where ``results`` hold a fleet (``fleet.json``, :mod:`crossover.measurement.fleet`) whose targets
+    carry prices: every priced series' latency and cost of a million samples at this size, the
+    cheapest marked (:func:`crossover.analysis.fleet_cost.cost_table`); None without a priced fleet."""
+    from pathlib import Path
+
+    from ..measurement.fleet import FLEET_FILE, fleet_prices
+    from .fleet_cost import cost_table
+
+    prices = {}
+    for directory in results:
+        if (Path(directory) / FLEET_FILE).is_file():
+            prices.update(fleet_prices(directory))
+    priced = {label: fit for label, fit in fits.items() if str(fit.key["machine"]) in prices}
+    if not priced:
+        return None
+    table = cost_table(priced, prices, d_model=d_model, n_layers=n_layers, batch_sizes=[batch_size])
+    return table.to_dict("records")
 
 
 def this_machine() -> Optional[str]:

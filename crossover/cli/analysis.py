@@ -305,6 +305,10 @@ def _cmd_predict(args) -> int:
                    for p in item["unidentified_parameters"]]
         if unknown:
             print(f"  {item['series']}: not identified by its data (see crossover fit): {', '.join(unknown)}")
+    for row in result.get("fleet_costs") or []:
+        mark = "  <- cheapest" if row["cheapest"] else ""
+        print(f"  cost at the fleet's prices: {row['series']} {row['usd_per_million']:.4g} USD per million samples "
+              f"({row['usd_per_hour']:g} USD/h){mark}")
     if result["speedup"] is None:
         print(f"only one device fitted ({result['winner']}): no winner or crossover to report")
         _print_noise_floors(result["noise_floors"])
