@@ -19,7 +19,7 @@ from ..errors import AnalysisError
 from ..results.statistics import DEFAULT_STATISTIC
 from .reference_study import N_BOOT
 
-__all__ = ["Decision", "decide", "fit_for_decision", "noise_floors", "load_points", "PREDICT_SCHEMA",
+__all__ = ["Decision", "decide", "cheapest_per_batch", "fit_for_decision", "noise_floors", "load_points", "PREDICT_SCHEMA",
            "PREDICT_MODEL_SCHEMA", "DECISIVE_SHARE"]
 
 #: The layout of ``crossover predict --json`` for the toy; the version goes up when a key changes
@@ -384,3 +384,30 @@ def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, pr
                "profiles": [p.path for p in loaded], "devices": frame.to_dict("records"),
                "crossover": frame.attrs["crossover"], "crossovers": frame.attrs["crossovers"]}
     return Decision("model", payload, warnings=notes, frame=frame)
+
+
+def cheapest_per_batch(results, prices: dict, *, d_model: int, n_layers: int, batch_sizes: Sequence[int],
+                       workload: str = "forward", mode: str = "eager", dtype: str = "float32",
+                       regime: str = "latency", transfer: str = "device", statistic: str = DEFAULT_STATISTIC,
+                       n_boot: int = 100, seed: int = 0, models: Optional[Sequence[str]] = None,
+                       progress=None) -> tuple:
+    """Fit each machine kind's devices in ``results`` and price them
+    (:func:`crossover.analysis.fleet_cost.cost_table`).
+
+    Returns
+    -------
+    (DataFrame, list of str)
+        The cost table and the data's warnings (runs or nodes at different speeds).
+    """
+    from ..results.drift import mixed_speed_warnings
+    from .crossovers import reported_series
+    from .fleet_cost import cost_table
+
+    if not batch_sizes or any(int(b) <= 0 for b in batch_sizes):
+        raise AnalysisError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
+    frame = load_points([str(r) for r in results], workload=workload, mode=mode, dtype=dtype, regime=regime,
+                        transfer=transfer)
+    reported = reported_series(frame)
+    fits = fit_for_decision(reported, models, n_boot=n_boot, seed=seed, statistic=statistic, progress=progress)
+    return cost_table(dict(fits), prices, d_model=d_model, n_layers=n_layers, batch_sizes=batch_sizes), \
+        list(mixed_speed_warnings(reported))

@@ -12,14 +12,13 @@ CPU costs the node), as the prices file does. The latency's bootstrap interval g
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from ..errors import AnalysisError
-from ..results.statistics import DEFAULT_STATISTIC
 
-__all__ = ["cost_table", "cheapest_per_batch", "usd_per_million"]
+__all__ = ["cost_table", "usd_per_million"]
 
 
 def usd_per_million(usd_per_hour: float, latency_s: float, batch_size: int) -> float:
@@ -78,29 +77,3 @@ def cost_table(fits: dict, prices: dict, *, d_model: int, n_layers: int, batch_s
     table["cheapest"] = table.groupby("batch_size")["usd_per_million"].transform("min") == table["usd_per_million"]
     table["fastest"] = table.groupby("batch_size")["latency_s"].transform("min") == table["latency_s"]
     return table
-
-
-def cheapest_per_batch(results, prices: dict, *, d_model: int, n_layers: int, batch_sizes: Sequence[int],
-                       workload: str = "forward", mode: str = "eager", dtype: str = "float32",
-                       regime: str = "latency", transfer: str = "device", statistic: str = DEFAULT_STATISTIC,
-                       n_boot: int = 100, seed: int = 0, models: Optional[Sequence[str]] = None,
-                       progress=None) -> tuple:
-    """Fit each machine kind's devices in ``results`` and price them (:func:`cost_table`).
-
-    Returns
-    -------
-    (DataFrame, list of str)
-        The cost table and the data's warnings (runs or nodes at different speeds).
-    """
-    from ..results.drift import mixed_speed_warnings
-    from .crossovers import reported_series
-    from .decision import fit_for_decision, load_points
-
-    if not batch_sizes or any(int(b) <= 0 for b in batch_sizes):
-        raise AnalysisError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
-    frame = load_points([str(r) for r in results], workload=workload, mode=mode, dtype=dtype, regime=regime,
-                        transfer=transfer)
-    reported = reported_series(frame)
-    fits = fit_for_decision(reported, models, n_boot=n_boot, seed=seed, statistic=statistic, progress=progress)
-    return cost_table(dict(fits), prices, d_model=d_model, n_layers=n_layers, batch_sizes=batch_sizes), \
-        list(mixed_speed_warnings(reported))

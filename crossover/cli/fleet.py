@@ -211,7 +211,7 @@ def _prices(args) -> dict:
 
 
 def _cmd_cost(args) -> int:
-    from ..analysis.fleet_cost import cheapest_per_batch
+    from ..analysis.decision import cheapest_per_batch
 
     prices = _prices(args)
     table, warnings = cheapest_per_batch([args.dir], prices, d_model=args.d_model, n_layers=args.n_layers,
