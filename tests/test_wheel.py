@@ -4,6 +4,7 @@ the shipped results and profiles that ``crossover predict`` reads without ``--re
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,8 +18,16 @@ from conftest import ROOT
 def unpacked_wheel(tmp_path_factory):
     """The wheel built from this checkout, unpacked into a folder put first on ``sys.path``."""
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy of the tracked files: setuptools builds in the source tree's build/, which two
+    # test workers building at once (or a build/ left in the checkout) would share.
+    source = out / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                            "--wheel-dir", str(out), str(ROOT)], capture_output=True, text=True)
+                            "--wheel-dir", str(out), str(source)], capture_output=True, text=True)
     if built.returncode != 0:
         pytest.fail(f"pip wheel failed:\n{built.stderr[-2000:]}")
     (wheel,) = out.glob("crossover-*.whl")
