@@ -285,9 +285,18 @@ def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
     if not hasattr(X, "host_s"):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=a GPU profile))")
     host, device = p["host_scale"] * X.host_s, p["device_scale"] * X.device_s
-    top = np.maximum(host, device)
-    power = 8.0
-    return p["step_s"] + X.sync_s + top * ((host / top) ** power + (device / top) ** power) ** (1 / power)
+    return p["step_s"] + X.sync_s + smooth_max(host, device, HOST_DEVICE_POWER)
+
+
+#: How sharply a GPU step goes from host-bound to device-bound (the smooth maximum's exponent): the
+#: two overlap, so the step is close to the larger, unlike compute and memory inside one kernel.
+HOST_DEVICE_POWER = 8.0
+
+
+def smooth_max(a, b, power):
+    """``(a^p + b^p)^(1/p)``, computed without overflow: ``max(a, b)`` for a large ``power``."""
+    top = np.maximum(a, b)
+    return top * ((a / top) ** power + (b / top) ** power) ** (1 / power)
 
 
 def resolve_calibration(calibration, frame) -> Optional[Profile]:

@@ -86,6 +86,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_cache_bytes
+from .calibrated_model import smooth_max as _smooth_max
 from ..axes import WORKLOADS
 from ..errors import AnalysisError
 from ..measurement.toy_model import work_per_step
@@ -405,12 +406,6 @@ def _calibrated(p, X):
         hot, chilled = getattr(X, f"{part}_hot_s"), getattr(X, f"{part}_cold_s")
         total = total + scales[f"{part}_scale"] * ((1 - cold) * hot + cold * chilled)
     return total
-
-
-def _smooth_max(a, b, power):
-    """``(a^p + b^p)^(1/p)``, computed without overflow: ``max(a, b)`` for a large ``power``."""
-    top = np.maximum(a, b)
-    return top * ((a / top) ** power + (b / top) ** power) ** (1 / power)
 
 
 def _log_logistic(size, middle, below, above, width):
