@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within 7 minutes of wall time (each stage has its own limit, below: 400 s in all), so that a machine's
+# Within 9 minutes of wall time (each stage has its own limit, below: 565 s in all), so that a machine's
 # start and a rerun fit in a 15-minute lease. Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
 #   paired.tgz      the paired CPU/GPU suite (experiments/suites/gpu-paired.toml): results.csv, metadata.json
-#   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu)
+#   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu), and of the
+#                   host CPU at one thread (profiles-1t/cpu)
 #   zoo.tgz         every zoo model measured on each device (`measure --model --json`) and predicted from
-#                   the two profiles (`predict --model --json`)
+#                   the two profiles (`predict --model --json`); zoo-1t/ the CPU side at one thread
 #   peaks.json      the devices' measured peaks
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
 #                   step pays that the calibration's queued primitives do not)
@@ -62,12 +63,19 @@ if [ "$cuda" = 1 ]; then
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 75 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 90 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
 stage zoo 80 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
 pack zoo.tgz zoo
+
+# The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
+# can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
+stage calibrate-cpu-1t 110 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
+stage zoo-cpu-1t 50 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 6
+pack profiles.tgz profiles profiles-1t
+pack zoo.tgz zoo zoo-1t
 
 stage peaks 15 $PY -m crossover peaks --devices "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
@@ -85,6 +93,7 @@ fi
 {
     printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"
     [ -f "$work/zoo/summary.md" ] && cat "$work/zoo/summary.md"
+    [ -f "$work/zoo-1t/summary.md" ] && { printf '\n### The host CPU at one thread\n\n'; cat "$work/zoo-1t/summary.md"; }
     if [ -d "$work/paired" ]; then
         printf '\n## The paired suite\n\n```\n'
         $PY - "$work/paired" <<'PY'

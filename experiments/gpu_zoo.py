@@ -105,17 +105,21 @@ def summary(rows: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_steps(out: Path) -> None:
-    """torch.profiler's view of a few synchronised GPU steps (the MNIST MLP and the toy, batch 1)."""
+def profile_steps(out: Path, names=("mnist_mlp", "toy")) -> None:
+    """torch.profiler's view of a few synchronised GPU steps of the zoo models ``names`` (batch 1)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from crossover.measurement.module_rounds import example_input, make_module_step
     from crossover.measurement.user_module import build_model
 
-    for name, shape in (("mnist_mlp", (1, 28, 28)), ("toy", (256,))):
+    from crossover.measurement.user_module import input_dtype
+
+    shapes = {name: (shape, dtype) for name, shape, _, dtype in zoo_entries()}
+    for name in names:
+        shape, dtype = shapes[name]
         model = build_model(f"{ZOO / name}.py:model").to("cuda")
-        step = make_module_step(model, example_input(shape, 1, device="cuda"), "forward")
+        step = make_module_step(model, example_input(shape, 1, device="cuda", dtype=input_dtype(dtype)), "forward")
         for _ in range(20):
             step()
         torch.cuda.synchronize()
@@ -139,10 +143,19 @@ def main(argv=None) -> int:
     parser.add_argument("--profiles", type=Path, default=None, help="folder holding cpu/ and cuda/ profiles")
     parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per model (default 8)")
     parser.add_argument("--profile-steps", action="store_true", help="torch.profiler on a few GPU steps instead")
+    parser.add_argument("--models", default="mnist_mlp,toy",
+                        help="with --profile-steps: comma-separated zoo models (default mnist_mlp,toy)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
+                             "calibrated at the same count")
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile_steps:
-        profile_steps(args.out)
+        profile_steps(args.out, tuple(args.models.split(",")))
         return 0
     rows = []
     try:

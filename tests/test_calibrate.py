@@ -102,3 +102,43 @@ def test_calibrate_cli(cli_in_process, tmp_path):
     assert "per host event; page faults" in text.stdout
     if not torch.cuda.is_available():
         assert_clean_error(cli_in_process("calibrate", "--device", "cuda", "--out", tmp_path / "gpu"), "CUDA is not available")
+
+
+def _cuda_rows(us=1e-6):
+    rows = [_row("dispatch", 7 * us), _row("view", 1 * us), _row("module_call", 1 * us), _row("sync", 5 * us),
+            _row("launch_sync", 27 * us)]
+    rows += [_row(f"chain_{m}", 7 * us * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
+    rows += [_row("sgd", 7 * us * c, n=c) for c in (1, 16)]
+    rows += [_row("addmm", 11 * us, family="matmul", m=m, k=k, x=2.0 * m * k * k) for m in (1, 64) for k in (8, 64)]
+    rows += [_row("add", 7 * us, family="elementwise", x=x) for x in (1e3, 1e6)]
+    return rows
+
+
+def test_a_gpu_profile_is_composed_for_synchronised_steps():
+    """step_sync_s is a synchronised launch less its dispatch; the composition is fitted on the
+    reference models' synchronised steps, not on the queued ones."""
+    us = 1e-6
+    rows = _cuda_rows()
+    for family, seconds in (("model", 40 * us), ("model_sync", 90 * us)):
+        rows.append(dict(_row("mlp/forward", seconds, family=family, m=1), key=f"{family}/mlp/forward/1x512",
+                         shape="1x512"))
+    profile = build_profile(rows, device="cuda", machine="gpu")
+    assert profile.overheads["step_sync_s"] == pytest.approx(20 * us) and profile.overheads["sync_s"] == 5 * us
+    (report,) = profile.meta["reference_models"]
+    assert report["measured_s"] == pytest.approx(90 * us) and report["predicted_s"] == pytest.approx(90 * us, rel=1e-3)
+    # a calibration from before the synchronised primitives: the queued steps and sync_s, as before
+    old = [r for r in rows if r["family"] != "model_sync" and r["name"] != "launch_sync"]
+    profile = build_profile(old, device="cuda", machine="gpu")
+    assert "step_sync_s" not in profile.overheads
+    assert profile.meta["reference_models"][0]["measured_s"] == pytest.approx(40 * us)
+
+
+def test_the_gpu_drift_reference_times_the_device():
+    from crossover.opcost.calibration_plan import GPU_REFERENCE_MNK, reference_point
+
+    cpu, gpu = reference_point("cpu"), reference_point("cuda")
+    assert (gpu.m, gpu.k, gpu.n) == GPU_REFERENCE_MNK and 2 * gpu.m * gpu.k * gpu.n > 1e10  # ~0.3 ms on an H100
+    assert (cpu.m, cpu.k, cpu.n) == (64, 256, 256)
+    keys = [p.key for p in points(PLANS["quick"], "cuda")]
+    assert "overhead/launch_sync/0x0x0" in keys and sum(k.startswith("model_sync/") for k in keys) == 8
+    assert not any(k.startswith("model_sync/") or "launch_sync" in k for k in (p.key for p in points(PLANS["quick"])))

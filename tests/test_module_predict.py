@@ -179,3 +179,26 @@ def test_interval_mode_restored_and_api(tmp_path):
     r = (row["latency_high_s"] - row["latency_s"]) / row["latency_s"]
     assert 0.07 <= r <= 0.2 + 1e-12 and row["latency_low_s"] == pytest.approx(row["latency_s"] * (1 - r))
     assert row["top_ops"][0]["kind"] == "matmul" and np.isclose(sum(row["kind_shares"].values()), 1.0)
+
+
+def test_a_synchronised_gpu_step_pays_each_familys_host_floor_and_the_step_sync():
+    """On a GPU a cuBLAS product costs the host its family's floor (the queued calibration's time at
+    the smallest size), more than an elementwise launch; the step adds step_sync_s where the profile
+    has it (sync_s where it does not)."""
+    import dataclasses
+
+    from crossover.opcost.op_costs import host_floor_s
+    from crossover.opcost.profiles import Grid
+
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US, module_call_s=1 * US)
+    gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul=Grid((1.0,), (1e-12,), ((11 * US,),), rate=math.inf)))
+    assert host_floor_s(gpu, "matmul") == pytest.approx(11 * US) and host_floor_s(gpu, "elementwise") == 5 * US
+    row = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(4,), profiles=[gpu]).iloc[0]
+    n, _ = launches(mnist_mlp(), (4, 1, 28, 28))
+    products = 2  # the two Linear layers' addmm
+    assert row["host_s"] == pytest.approx(products * 11 * US + (n - products) * 5 * US + 5 * US)
+    assert row["latency_s"] == pytest.approx(max(row["host_s"], row["device_s"]) + 4 * US)
+    synced = dataclasses.replace(gpu, overheads=dict(gpu.overheads, step_sync_s=20 * US))
+    row = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(4,), profiles=[synced]).iloc[0]
+    assert row["sync_s"] == pytest.approx(20 * US)
+    assert row["latency_s"] == pytest.approx(max(row["host_s"], row["device_s"]) + 20 * US)

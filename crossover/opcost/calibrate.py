@@ -46,7 +46,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
-                               make_step, output_bytes, points, private_cache_bytes, reference_point)
+                               SYNCED_MODEL, make_step, output_bytes, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 
@@ -114,7 +114,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
         extra_keys = {key for key, _ in extra_steps}
-        reference = reference_point()
+        reference = reference_point(device)
         if extra_keys & ({key for key, _ in steps} | {reference.key}):
             raise ValueError("an extra step's key is also a primitive's or the drift reference's")
         visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
@@ -266,7 +266,7 @@ def _drifted_rounds(rows) -> tuple:
 
 
 #: Primitives whose time is the host's even on a GPU (the rest, on a GPU: the CUDA events' span).
-_HOST_FAMILIES = ("overhead", "h2d", "model")
+_HOST_FAMILIES = ("overhead", "h2d", "model", SYNCED_MODEL)
 
 
 def _statistics(rows, drifted) -> dict:
@@ -371,6 +371,10 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
+        try:  # what a synchronised step pays beyond its launches (calibrations before it: none)
+            overheads["step_sync_s"] = max(overhead("launch_sync") - overheads["dispatch_s"], overheads["sync_s"])
+        except ValueError:
+            pass
     grids = {}
     for name, family, primitive, cold in _GRIDS:
         by_size = {}  # image side -> cells (matrix products: one grid, side 0)
@@ -385,7 +389,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         raise ValueError("the calibration lacks the matmul grid")
     curves = {}
     for family, items in families.items():
-        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "conv", "conv_backward", "model"):
+        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "conv", "conv_backward", "model",
+                      SYNCED_MODEL):
             continue
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [s for s, _, _ in items])
     hot = grids["matmul"]
@@ -408,7 +413,10 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                       cache_bytes=cache_bytes, threads=threads, peak_flop_rate=max(flop_rates),
                       peak_bandwidth=max(bandwidths, default=math.inf),
                       spread_rel=spread, noise_floor_rel=noise_floor, meta=extra)
-    models = [(s, r) for s, _, r in families.get("model", []) if math.isfinite(s)]
+    # The composition is fitted in the regime predictions are for: on a GPU the synchronised steps where
+    # the calibration has them (a calibration from before them: the queued ones).
+    family = SYNCED_MODEL if families.get(SYNCED_MODEL) else "model"
+    models = [(s, r) for s, _, r in families.get(family, []) if math.isfinite(s)]
     return _with_composition(profile, models) if models else profile
 
 

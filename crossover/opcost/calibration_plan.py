@@ -104,6 +104,8 @@ PLANS = {
                   reference_models=(("mlp", 1),)),
 }
 REFERENCE = "reference"
+#: The reference models' steps timed synchronised, one by one (on CUDA; the ``model`` family queues them).
+SYNCED_MODEL = "model_sync"
 
 
 @dataclass(frozen=True)
@@ -233,14 +235,25 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for (name, batch), workload in itertools.product(plan.reference_models, ("forward", "train")):
         out.append(Point("model", f"{name}/{workload}", m=batch, shape=(batch, *REFERENCE_MODELS[name])))
     if device == "cuda":
-        out.append(Point("overhead", "sync"))
+        out += [Point("overhead", "sync"), Point("overhead", "launch_sync")]
+        # The regime a prediction is for: one request served, the step synchronised (what ``measure``
+        # times). Queued calls overlap one step's sync and launch latency with the next step's work.
+        out += [Point(SYNCED_MODEL, f"{name}/{workload}", m=batch, shape=(batch, *REFERENCE_MODELS[name]))
+                for (name, batch), workload in itertools.product(plan.reference_models, ("forward", "train"))]
         out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
     return out
 
 
-def reference_point() -> Point:
-    """The drift reference, timed at the start of every round: a 64 × 256 × 256 matrix product."""
-    return Point(REFERENCE, "addmm", 64, 256, 256)
+#: The drift reference on a GPU: a product long enough (17 GFLOP, ~0.3 ms on an H100) that queued
+#: calls time the device, not the host's launches (a 64 × 256 × 256 product there reads host jitter).
+GPU_REFERENCE_MNK = (2048, 2048, 2048)
+
+
+def reference_point(device: str = "cpu") -> Point:
+    """The drift reference, timed at the start of every round: a 64 × 256 × 256 matrix product on a
+    CPU, :data:`GPU_REFERENCE_MNK` on a GPU."""
+    m, k, n = GPU_REFERENCE_MNK if device == "cuda" else (64, 256, 256)
+    return Point(REFERENCE, "addmm", m, k, n)
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -258,6 +271,13 @@ def _overhead_step(point: Point, device: str) -> Callable[[], object]:
         return lambda: module(x)
     if point.name == "sync":
         return torch.cuda.synchronize
+    if point.name == "launch_sync":  # one tiny kernel, waited for: dispatch + launch latency + wake-up
+
+        def launch_sync():
+            torch.add(a, b)
+            torch.cuda.synchronize()
+
+        return launch_sync
     if point.name in ("fresh_fill", "reuse_fill"):
         n = int(point.x) // 4
         if point.name == "fresh_fill":
@@ -405,12 +425,20 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
     if point.family == "attention":
         q, k, v = (torch.randn(point.shape, device=device) for _ in range(3))
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
-    if point.family == "model":
+    if point.family in ("model", SYNCED_MODEL):
         from ..measurement.module_rounds import example_input, make_module_step
 
         name, workload = point.name.split("/")
         model = reference_model(name).to(device)
-        return make_module_step(model, example_input(point.shape[1:], point.m, device=device), workload)
+        step = make_module_step(model, example_input(point.shape[1:], point.m, device=device), workload)
+        if point.family == "model":
+            return step
+
+        def synced():
+            step()
+            torch.cuda.synchronize()
+
+        return synced
     if point.family == "h2d":
         host = torch.empty(int(point.x) // 4, dtype=torch.float32)
         return lambda: host.to(device)

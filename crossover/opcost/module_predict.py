@@ -15,9 +15,14 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
   autograd's recording per forward op, the backward engine (once and per backward op) and the
   optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
   real step than in the calibration's tight loops; fitted on reference models);
-- on a GPU: ``max(host time, device kernel time) + sync_s``, where the host time is ``launch_s`` per
-  kernel plus the same host work, and the kernel times come from CUDA-event calibrations; plus the
-  host→device copy of the input when ``transfer=True``.
+- on a GPU, a synchronised step (one request served, what ``measure`` times):
+  ``max(host time, device kernel time) + step_sync_s``, where the host time is per op its family's
+  host floor (:func:`crossover.opcost.op_costs.op_cost`: what a tiny op of the family costs the host,
+  a cuBLAS product more than an elementwise kernel) plus the same host work, the kernel times come
+  from CUDA-event calibrations, and ``step_sync_s`` is what one synchronised launch pays beyond its
+  dispatch (``sync_s`` for calibrations from before that primitive); plus the host→device copy of the
+  input when ``transfer=True``. The composition terms of a GPU profile are fitted on the reference
+  models' synchronised steps.
 
 The interval is ``latency × (1 ± r)`` (its low end at least a tenth of the latency) where ``r`` is the
 calibration's round-to-round spread of the families the step spends its time in, and at least the
@@ -174,7 +179,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                     + n_params * o("optimizer_param_s")) * (1.0 + profile.train_host_extra)
         overhead += autograd
     host += overhead
-    sync = o("sync_s") if on_gpu else 0.0
+    sync = (o("step_sync_s") or o("sync_s")) if on_gpu else 0.0
     copy = 0.0
     if on_gpu and transfer and input_bytes:
         h2d = profile.curves.get("h2d")

@@ -42,7 +42,7 @@ from typing import Mapping
 
 from .profiles import Profile
 
-__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+__all__ = ["OpCost", "op_cost", "host_floor_s", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
@@ -381,6 +381,25 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     return curve(max(moved, 1.0)) + extra
 
 
+#: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
+_FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",)}
+
+
+def host_floor_s(profile: Profile, family: str) -> float:
+    """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size.
+
+    Queued calls of a tiny kernel run at the rate the host issues them, so that time is the host's
+    work per call: a cuBLAS product (~11 µs on an H100 host) or a cuDNN convolution (~19 µs) costs it
+    more than an elementwise kernel (~7 µs). 0 for a family the profile has no calibration of.
+    """
+    grids = [grid for name, grid in profile.grids.items()
+             if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
+    if grids:
+        return min(min(min(row) for row in grid.time_s) for grid in grids)
+    curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
+    return float(curve.time_s[0]) if curve is not None else 0.0
+
+
 def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
     """The predicted cost of one traced op on ``profile``'s device.
 
@@ -422,5 +441,6 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
     compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
     if on_gpu:
-        return OpCost(profile.overhead("launch_s") * launches, seconds, floor, family, launches, warning, compute)
+        host = max(profile.overhead("launch_s") * launches, host_floor_s(profile, family))
+        return OpCost(host, seconds, floor, family, launches, warning, compute)
     return OpCost(seconds, 0.0, floor, family, launches, warning, compute)

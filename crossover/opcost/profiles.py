@@ -11,7 +11,9 @@ and condenses them into ``DIR/profile.json``, read back here as a :class:`Profil
     ``zero_grad`` + ``step``, once and per parameter), ``fresh_byte_s`` (per byte of outputs of 32 MiB
     or more, which a step faults in afresh) and ``event_s`` (per op or module call of a step: fitted
     on reference models); on CUDA also ``launch_s`` (host time per
-    kernel launch) and ``sync_s`` (one ``torch.cuda.synchronize``).
+    kernel launch), ``sync_s`` (one ``torch.cuda.synchronize``) and, from calibrations that time it,
+    ``step_sync_s`` (what a synchronised step pays beyond its launches: one tiny kernel launched and
+    waited for, less its dispatch: the launch's latency to an idle GPU and the host's wake-up).
 ``grids``
     :class:`Grid` of seconds over rows ``M`` × ``K·N``: ``"matmul"`` (a matrix product whose weight
     stays in cache: the same weight every call), ``"matmul_cold"`` (cycling over weight copies larger

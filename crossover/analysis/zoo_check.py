@@ -1,0 +1,82 @@
+"""How well predicted step latencies match measured ones: per model and device, and where the CPU and
+the GPU cross (pure computation on tables; ``experiments/zoo_check.py`` reads the files and predicts).
+
+The tables hold one row per (model, workload, device, batch size): ``measured_s`` (the 10th percentile
+of the pooled repeats, what ``measure --model --json`` reports as ``latency_s``) and ``predicted_s``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..crossings import log_crossings
+
+__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "WINNER_MARGIN", "CROSSOVER_FACTOR"]
+
+ZOO_KEYS = ("model", "workload")
+#: Points whose two devices differ by less than this share are ties: no winner to get right.
+WINNER_MARGIN = 0.10
+#: A predicted crossover within this factor of the measured one holds.
+CROSSOVER_FACTOR = 1.5
+
+
+def error_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, workload, device): ``points``, ``median_error`` and ``worst_error`` (|predicted /
+    measured - 1|) and ``bias`` (the median signed error).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        ``model``, ``workload``, ``device``, ``batch_size``, ``measured_s``, ``predicted_s``.
+    """
+    rows = []
+    for key, group in frame.groupby([*ZOO_KEYS, "device"], sort=False):
+        signed = (group["predicted_s"] / group["measured_s"] - 1).dropna()
+        rows.append(dict(zip([*ZOO_KEYS, "device"], key), points=len(signed),
+                         median_error=float(signed.abs().median()) if len(signed) else math.nan,
+                         worst_error=float(signed.abs().max()) if len(signed) else math.nan,
+                         bias=float(signed.median()) if len(signed) else math.nan))
+    return pd.DataFrame(rows)
+
+
+def _crossing_text(batch, a, b) -> tuple:
+    """(first crossing or None, which side is faster at the smallest batch: 'cpu'/'cuda'/'tie')."""
+    roots = log_crossings(batch, a, b)
+    first = "cpu" if a[0] < b[0] else ("cuda" if b[0] < a[0] else "tie")
+    return (roots[0] if roots else None), first
+
+
+def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") -> pd.DataFrame:
+    """Per (model, workload) with both devices measured: the measured and predicted crossover batch
+    (log-interpolated between batch sizes; None where they do not cross in the measured range), which
+    device wins at the smallest batch, whether the predicted crossover lies within
+    :data:`CROSSOVER_FACTOR` of the measured one (or both do not cross with the same winner), and how
+    many points whose devices differ by more than :data:`WINNER_MARGIN` got the winner right.
+    """
+    rows = []
+    for key, group in frame.groupby(list(ZOO_KEYS), sort=False):
+        wide = group.pivot_table(index="batch_size", columns="device", values=["measured_s", "predicted_s"])
+        if (("measured_s", cpu) not in wide.columns or ("measured_s", gpu) not in wide.columns
+                or ("predicted_s", cpu) not in wide.columns or ("predicted_s", gpu) not in wide.columns):
+            continue
+        wide = wide.dropna()
+        if wide.empty:
+            continue
+        batch = wide.index.to_numpy(float)
+        m_cpu, m_gpu = wide[("measured_s", cpu)].to_numpy(), wide[("measured_s", gpu)].to_numpy()
+        p_cpu, p_gpu = wide[("predicted_s", cpu)].to_numpy(), wide[("predicted_s", gpu)].to_numpy()
+        measured, measured_first = _crossing_text(batch, m_cpu, m_gpu)
+        predicted, predicted_first = _crossing_text(batch, p_cpu, p_gpu)
+        if measured is not None and predicted is not None:
+            holds = max(predicted / measured, measured / predicted) <= CROSSOVER_FACTOR
+        else:
+            holds = measured is None and predicted is None and measured_first == predicted_first
+        decided = np.abs(m_cpu / m_gpu - 1) > WINNER_MARGIN
+        right = (m_cpu < m_gpu) == (p_cpu < p_gpu)
+        rows.append(dict(zip(ZOO_KEYS, key), measured_crossover=measured, predicted_crossover=predicted,
+                         measured_first=measured_first, predicted_first=predicted_first, holds=bool(holds),
+                         decided_points=int(decided.sum()), winner_right=int((decided & right).sum())))
+    return pd.DataFrame(rows)
