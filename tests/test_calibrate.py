@@ -142,3 +142,14 @@ def test_the_gpu_drift_reference_times_the_device():
     keys = [p.key for p in points(PLANS["quick"], "cuda")]
     assert "overhead/launch_sync/0x0x0" in keys and sum(k.startswith("model_sync/") for k in keys) == 8
     assert not any(k.startswith("model_sync/") or "launch_sync" in k for k in (p.key for p in points(PLANS["quick"])))
+
+
+def test_the_recurrent_primitive_runs_where_it_is_built():
+    from crossover.opcost.calibration_plan import Point
+    from crossover.opcost.gpu_ops import gru_flops
+
+    point = next(p for p in points(PLANS["quick"], "cuda") if p.family == "rnn")
+    b, t, h = point.shape
+    assert point.x == gru_flops(b, t, h, h) == 2.0 * b * t * 2 * h * 3 * h
+    out, state = make_step(Point("rnn", "gru", shape=(2, 5, 8)), "cpu")()  # a GPU's step, built on the CPU
+    assert out.shape == (2, 5, 8) and state.shape == (1, 2, 8)

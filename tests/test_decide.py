@@ -3,6 +3,7 @@ for the toy's sizes and for a user's module; the CLI only formats it."""
 
 from __future__ import annotations
 
+import dataclasses
 import pytest
 
 import crossover
@@ -40,3 +41,24 @@ def test_predict_model_json_is_decide_to_json():
 def test_decide_refuses_a_toy_question_without_its_sizes():
     with pytest.raises(crossover.AnalysisError, match="d_model, n_layers and batch_size"):
         crossover.decide([QUICK], d_model=128, batch_size=1)
+
+
+def test_a_profile_of_this_cpu_at_another_thread_count_is_named(monkeypatch):
+    """A CPU profile predicts a step at the thread count it was calibrated at: predicting this machine
+    at another count says so in the answer's warnings (and a profile at this count says nothing)."""
+    import torch
+
+    import crossover
+    from crossover.analysis.decision import this_machine
+    from crossover.opcost.profiles import synthetic_profile
+
+    here = this_machine()
+    now = torch.get_num_threads()
+    other = dataclasses.replace(synthetic_profile("cpu", machine=here), threads=now + 3)
+    same = dataclasses.replace(synthetic_profile("cpu", machine=here), threads=now)
+    model = torch.nn.Linear(4, 2)
+    answer = crossover.decide(model=model, input_shape=(4,), batch_size=[1, 2], profiles=[other])
+    (note,) = [w for w in answer.warnings if "calibrated at" in w]
+    assert f"at {now + 3} threads and this process runs {now}" in note and f"--threads {now}" in note
+    answer = crossover.decide(model=model, input_shape=(4,), batch_size=[1, 2], profiles=[same])
+    assert not [w for w in answer.warnings if "calibrated at" in w]

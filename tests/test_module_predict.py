@@ -187,7 +187,7 @@ def test_a_synchronised_gpu_step_pays_each_familys_host_floor_and_the_step_sync(
     has it (sync_s where it does not)."""
     import dataclasses
 
-    from crossover.opcost.op_costs import host_floor_s
+    from crossover.opcost.gpu_ops import host_floor_s
     from crossover.opcost.profiles import Grid
 
     gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US, module_call_s=1 * US)
@@ -202,3 +202,42 @@ def test_a_synchronised_gpu_step_pays_each_familys_host_floor_and_the_step_sync(
     row = predict_module(mnist_mlp(), sample_shape=(1, 28, 28), batch_sizes=(4,), profiles=[synced]).iloc[0]
     assert row["sync_s"] == pytest.approx(20 * US)
     assert row["latency_s"] == pytest.approx(max(row["host_s"], row["device_s"]) + 20 * US)
+
+
+def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():
+    """The trace records PyTorch's CPU path of nn.GRU (each time step's products and gates); a GPU
+    profile costs cuDNN's one call instead: from its own calibration curve where the profile has one."""
+    import dataclasses
+
+    from crossover.opcost.gpu_ops import gru_flops
+    from crossover.opcost.module_predict import gpu_records, trace_step
+    from crossover.opcost.gpu_ops import RNN_WARNING
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import Curve
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru, self.head = nn.GRU(8, 16, batch_first=True), nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.head(self.gru(x)[0][:, -1])
+
+    model = Classifier()
+    table, _ = trace_step(model, (12, 8), 4)
+    records = table.to_dict("records")
+    fused = gpu_records(records, model, 4)
+    (rnn,) = [r for r in fused if r["kind"] == "rnn"]
+    assert not any(r.get("module") == "gru" and r["kind"] != "rnn" for r in fused)
+    assert rnn["rnn"] == dict(batch=4, input=8, hidden=16, gates=3, layers=1, directions=1, steps=12)
+    assert sum(r["module"] == "gru" for r in records) > 12 * 5  # the CPU path: several ops per step
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, flop_rate=1e12)
+    assert op_cost(gpu, rnn).warning == RNN_WARNING
+    curve = Curve((1e3, 1e9), (40 * US, 1e-3))
+    calibrated = dataclasses.replace(gpu, curves=dict(gpu.curves, rnn=curve))
+    cost = op_cost(calibrated, rnn)
+    assert not cost.warning and cost.device_s == pytest.approx(curve(gru_flops(4, 12, 8, 16)))
+    assert cost.host_s == pytest.approx(40 * US)
+    cpu_row, gpu_row = (predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[p], warn=False).iloc[0]
+                        for p in (synthetic_profile("cpu", dispatch_s=5 * US), calibrated))
+    assert gpu_row["launches"] < cpu_row["launches"] / 10

@@ -350,10 +350,17 @@ def this_machine() -> Optional[str]:
 
 def _profile_notes(loaded) -> list:
     """What the user should know of the profiles used: whether one is this machine's CPU."""
+    import torch
+
     here = this_machine()
     cpus = [p for p in loaded if p.device == "cpu"]
+    threads_now = torch.get_num_threads()
+    notes = [f"{p.label} was calibrated at {p.threads} threads and this process runs {threads_now}: its rows "
+             f"predict a step at {p.threads} (calibrate at this count with 'crossover calibrate --device cpu "
+             f"--threads {threads_now} --quick --out DIR', or run at {p.threads} threads)"
+             for p in cpus if here and p.machine == here and p.threads and p.threads != threads_now]
     if not here or not cpus or any(p.machine == here for p in cpus):
-        return []
+        return notes
     names = ", ".join(sorted({p.label for p in cpus}))
     return [f"no CPU profile of this machine ({here}): the CPU rows are {names}'s, another machine's; calibrate "
             f"this one with 'crossover calibrate --device cpu --quick --out DIR' and pass --profiles DIR"]

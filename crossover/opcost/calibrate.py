@@ -31,6 +31,12 @@ backward pass's matrix products and memory-bound ops; its convolutions' calibrat
 are fitted to what the primitives leave unexplained (non-negative least squares of the relative
 residuals; on a GPU only the host terms); ``meta["reference_models"]`` reports the fit, and the profile's
 ``model_error_rel`` is its median leave-one-out error.
+
+On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
+queued calls do not show: the reference models are also timed synchronised (``model_sync``) and the
+composition is fitted on those, and ``step_sync_s`` is one tiny kernel launched and waited for
+(``launch_sync``) less its dispatch. The drift reference on a GPU is a 2048³ product, long enough to
+read the device rather than the host's launch jitter. cuDNN's fused GRU is timed whole (``rnn``).
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ class Plan:
     conv_batches: tuple  # on square images of each conv_sizes side (padded: the output has the same size)
     attention_shapes: tuple  # (batch, heads, sequence, head dim)
     h2d_sizes: tuple = (2**12, 2**16, 2**20, 2**24)  # bytes (CUDA only)
+    #: cuDNN's fused GRU (CUDA only), (batch, time steps, hidden = input width): a curve over its FLOPs
+    rnn_shapes: tuple = ((1, 16, 64), (8, 64, 64), (64, 64, 256))
     #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
     #: over ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output
     #: dominates).
@@ -201,6 +203,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
 
 def points(plan: Plan, device: str = "cpu") -> list:
     """The primitives of ``plan`` on ``device``, in a fixed order (each round shuffles them)."""
+    from .gpu_ops import gru_flops
     from .op_costs import attention_flops
 
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
@@ -241,7 +244,9 @@ def points(plan: Plan, device: str = "cpu") -> list:
         out += [Point(SYNCED_MODEL, f"{name}/{workload}", m=batch, shape=(batch, *REFERENCE_MODELS[name]))
                 for (name, batch), workload in itertools.product(plan.reference_models, ("forward", "train"))]
         out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
+        out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.rnn_shapes]
     return out
+
 
 
 #: The drift reference on a GPU: a product long enough (17 GFLOP, ~0.3 ms on an H100) that queued
@@ -439,6 +444,16 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
             torch.cuda.synchronize()
 
         return synced
+    if point.family == "rnn":  # cuDNN's fused call on a GPU, as a forward pass without autograd
+        batch, steps, hidden = point.shape
+        rnn = torch.nn.GRU(hidden, hidden, batch_first=True).to(device)
+        x = torch.randn(batch, steps, hidden, device=device)
+
+        def recurrent():
+            with torch.no_grad():
+                return rnn(x)
+
+        return recurrent
     if point.family == "h2d":
         host = torch.empty(int(point.x) // 4, dtype=torch.float32)
         return lambda: host.to(device)

@@ -41,6 +41,7 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 from ..crossings import log_crossings
+from .gpu_ops import fused_recurrent_row
 from .op_costs import fresh_bytes, op_cost
 from .profiles import Profile, load_profiles
 
@@ -300,9 +301,11 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
+        on_gpu = gpu_records(records, model, batch_size) if workload == "forward" else records
         input_bytes = batch_size * math.prod(shape) * element
         for profile in profiles:
-            step = step_prediction(profile, records, module_calls=calls, n_params=n_params, param_bytes=param_bytes,
+            step = step_prediction(profile, on_gpu if profile.device == "cuda" else records, module_calls=calls,
+                                   n_params=n_params, param_bytes=param_bytes,
                                    input_bytes=input_bytes, transfer=transfer, top=top)
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,
                              batch_size=batch_size, workload=workload, requested=batch_size in batch_sizes, **step))
@@ -315,6 +318,24 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
         for message in dict.fromkeys(w for ws in frame["warnings"] for w in ws):
             _warnings.warn(message, stacklevel=2)
     return frame
+
+
+def gpu_records(records, model, batch_size: int) -> list:
+    """The trace as a GPU runs it: each recurrent module's per-time-step ops (PyTorch's CPU path, which
+    the trace records) replaced by cuDNN's one fused call (:func:`crossover.opcost.op_costs.fused_recurrent_row`)."""
+    from torch import nn
+
+    out = list(records)
+    for path, module in model.named_modules():
+        if not isinstance(module, nn.RNNBase):
+            continue
+        fused = fused_recurrent_row(out, module, path, batch_size)
+        if fused is None:
+            continue
+        first = next(i for i, r in enumerate(out) if r.get("module") == path and r.get("phase", "forward") == "forward")
+        out = ([r for r in out[:first]] + [fused]
+               + [r for r in out[first:] if not (r.get("module") == path and r.get("phase", "forward") == "forward")])
+    return out
 
 
 def _element_size(dtype) -> int:

@@ -40,9 +40,10 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
+from .gpu_ops import host_floor_s, recurrent_cost
 from .profiles import Profile
 
-__all__ = ["OpCost", "op_cost", "host_floor_s", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
@@ -381,25 +382,6 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     return curve(max(moved, 1.0)) + extra
 
 
-#: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
-_FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",)}
-
-
-def host_floor_s(profile: Profile, family: str) -> float:
-    """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size.
-
-    Queued calls of a tiny kernel run at the rate the host issues them, so that time is the host's
-    work per call: a cuBLAS product (~11 µs on an H100 host) or a cuDNN convolution (~19 µs) costs it
-    more than an elementwise kernel (~7 µs). 0 for a family the profile has no calibration of.
-    """
-    grids = [grid for name, grid in profile.grids.items()
-             if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
-    if grids:
-        return min(min(min(row) for row in grid.time_s) for grid in grids)
-    curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
-    return float(curve.time_s[0]) if curve is not None else 0.0
-
-
 def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
     """The predicted cost of one traced op on ``profile``'s device.
 
@@ -423,6 +405,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
     launches = int(row.get("launches", 1) or 0)
     if row.get("kind") == "view" or launches == 0:
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
+    if row.get("kind") == "rnn" and on_gpu:
+        return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = _fused_rows(name, row)
     if fused is not None:
         parts = [op_cost(profile, sub, cold=cold) for sub in fused]

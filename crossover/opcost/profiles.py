@@ -215,6 +215,11 @@ class Profile:
 
     @property
     def label(self) -> str:
+        """``machine/device``; a CPU profile calibrated at fewer threads than its machine's usable cores
+        (a second calibration of the same CPU) adds its count: ``machine/cpu-1t``."""
+        usable = int((self.meta.get("environment") or {}).get("cpu_usable_cores") or 0)
+        if self.device == "cpu" and self.threads and usable and self.threads < usable:
+            return f"{self.machine}/cpu-{self.threads}t"
         return f"{self.machine}/{self.device}"
 
     @property

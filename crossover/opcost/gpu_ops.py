@@ -1,0 +1,92 @@
+"""What a GPU runs differently from the trace's CPU path, and what its host pays per op.
+
+- :func:`host_floor_s`: on a GPU the host's seconds per op of a family, its calibration's time at the
+  smallest size (queued tiny kernels run at the rate the host issues them);
+- :func:`fused_recurrent_row` and :func:`recurrent_cost`: an ``nn.GRU``/``nn.LSTM``/``nn.RNN`` runs on a
+  GPU as cuDNN's one fused call, not as the per-time-step ops the trace records (PyTorch's CPU path).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .profiles import Profile
+
+__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING"]
+
+
+#: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
+_FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",)}
+
+
+def host_floor_s(profile: Profile, family: str) -> float:
+    """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size.
+
+    Queued calls of a tiny kernel run at the rate the host issues them, so that time is the host's
+    work per call: a cuBLAS product (~11 µs on an H100 host) or a cuDNN convolution (~19 µs) costs it
+    more than an elementwise kernel (~7 µs). 0 for a family the profile has no calibration of.
+    """
+    grids = [grid for name, grid in profile.grids.items()
+             if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
+    if grids:
+        return min(min(min(row) for row in grid.time_s) for grid in grids)
+    curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
+    return float(curve.time_s[0]) if curve is not None else 0.0
+
+
+#: The warning a fused recurrent op's cost carries: no calibration primitive times cuDNN's RNN.
+RNN_WARNING = ("cuDNN's fused recurrent op (_cudnn_rnn) is not calibrated (a calibration from before its "
+               "primitive): costed as its input projections, its recurrent products at the device's peak rate, "
+               "and a matrix product's host floor per launch")
+
+
+def fused_recurrent_row(rows, module, path: str, batch_size: int):
+    """What a GPU runs for ``module`` (an ``nn.GRU``, ``nn.LSTM`` or ``nn.RNN``) in a forward pass: one
+    ``_cudnn_rnn`` call, in place of the per-time-step ops ``rows`` trace (PyTorch's CPU path: each
+    step's products and gates as separate ops). None when ``rows`` hold none of the module's ops."""
+    own = [r for r in rows if r.get("module") == path and r.get("phase", "forward") == "forward"]
+    if not own:
+        return None
+    gates = {"GRU": 3, "LSTM": 4}.get(type(module).__name__, 1)
+    directions = 2 if module.bidirectional else 1
+    # the time steps: the CPU path unbinds the input projections into one tensor per step
+    steps = max((len(r.get("output_shapes") or ()) for r in own if r.get("op", "").startswith("aten.unbind")),
+                default=1)
+    return dict(own[0], op="aten._cudnn_rnn.default", kind="rnn", launches=2 * module.num_layers * directions,
+                flops=sum(int(r.get("flops") or 0) for r in own),
+                bytes_read=sum(int(r.get("bytes_read") or 0) for r in own),
+                bytes_written=sum(int(r.get("bytes_written") or 0) for r in own),
+                rnn=dict(batch=batch_size, input=module.input_size, hidden=module.hidden_size, gates=gates,
+                         layers=module.num_layers, directions=directions, steps=steps))
+
+
+def gru_flops(batch: int, steps: int, width: int, hidden: int, gates: int = 3) -> float:
+    """FLOPs of one recurrent layer's products (input projections and recurrent products, all steps):
+    ``gates`` = 3 for a GRU, 4 for an LSTM, 1 for a plain RNN."""
+    return 2.0 * batch * steps * (width + hidden) * gates * hidden
+
+
+def recurrent_cost(profile: Profile, row: Mapping) -> dict:
+    """A fused recurrent op on a GPU (:func:`fused_recurrent_row`): ``host_s``, ``device_s``, ``floor_s``,
+    ``launches``, ``warning`` (non-empty without the calibration's ``rnn`` curve) and ``compute_s``
+    (the fields of :class:`crossover.opcost.op_costs.OpCost`, family ``rnn``)."""
+    r = row["rnn"]
+    layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
+    curve = profile.curves.get("rnn")
+    if curve is not None:  # calibrated: cuDNN's GRU timed whole (host floor and kernels), per layer and direction
+        flops = [gru_flops(r["batch"], r["steps"], width, r["hidden"], r["gates"]) for width in layers]
+        device = r["directions"] * sum(curve(f) for f in flops)
+        host = r["directions"] * len(layers) * host_floor_s(profile, "rnn")
+        floor = min(device, host)
+        return dict(host_s=host, device_s=device, floor_s=floor, launches=row["launches"], warning="",
+                    compute_s=device - floor)
+    grid = profile.grids.get("matmul")
+    projections = recurrent = 0.0
+    for width in layers:
+        projections += r["directions"] * grid(r["batch"] * max(r["steps"], 1), width * r["gates"] * r["hidden"])
+        recurrent += r["directions"] * r["steps"] * 2.0 * r["batch"] * r["hidden"] * r["gates"] * r["hidden"]
+    device = projections + recurrent / profile.peak_flop_rate
+    host = row["launches"] * max(profile.overhead("launch_s"), host_floor_s(profile, "matmul"))
+    floor = min(device, profile.overhead("launch_s"))
+    return dict(host_s=host, device_s=device, floor_s=floor, launches=row["launches"], warning=RNN_WARNING,
+                compute_s=device - floor)
