@@ -78,7 +78,7 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list) -> 
                     guess = None
                     if predicted is not None:
                         guess = next((d for d in predicted.devices if d["batch_size"] == point["batch_size"]
-                                      and d["profile"].endswith("/" + device)), None)
+                                      and d["device"] == device), None)
                     rows.append(dict(model=name, workload=workload, device=device, batch_size=point["batch_size"],
                                      measured_s=point["latency_s"],
                                      predicted_s=None if guess is None else guess["latency_s"]))

@@ -241,3 +241,39 @@ def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():
     cpu_row, gpu_row = (predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[p], warn=False).iloc[0]
                         for p in (synthetic_profile("cpu", dispatch_s=5 * US), calibrated))
     assert gpu_row["launches"] < cpu_row["launches"] / 10
+
+
+def test_layer_kinds_are_costed_on_their_own_primitives():
+    """MaxPool1d in a forward pass runs the CPU's 1-D kernel (the trace records the 2-D pooling with
+    indices), adaptive pooling, a depthwise convolution and an embedding bag each have a curve of
+    their own; a profile without those curves costs them as before."""
+    import dataclasses
+
+    from crossover.opcost.layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import Curve
+
+    model = nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.MaxPool1d(2), nn.Conv1d(8, 8, 3, padding=1, groups=8),
+                          nn.AdaptiveMaxPool1d(1))
+    records = trace_step(model, (4, 64), 2)[0].to_dict("records")
+    families = {r["op"]: layer_family(r, r["op"].split(".")[1], inference=True) for r in records}
+    assert families["aten.max_pool2d_with_indices.default"] == "pool1d"
+    assert families["aten.adaptive_max_pool2d.default"] == "adaptive_pool"
+    convs = [layer_family(r, "convolution", inference=True) for r in records if "convolution" in r["op"]]
+    assert convs == [None, "conv_depthwise"]  # a dense convolution keeps its grid
+    pool = next(r for r in records if "max_pool2d" in r["op"])
+    assert layer_family(pool, "max_pool2d_with_indices", inference=False) is None  # autograd: the 2-D kernel
+    assert moved_bytes(pool, "pool1d") == 4.0 * (2 * 8 * 64 + 2 * 8 * 32)  # input and values, no indices
+    bag_records = trace_step(nn.EmbeddingBag(1000, 16), (5,), 3, dtype=torch.long)[0].to_dict("records")
+    bag = next(r for r in bag_records if "embedding_bag" in r["op"])
+    assert layer_family(bag, "_embedding_bag", inference=True) == "gather"
+    assert moved_bytes(bag, "gather") == 4.0 * 15 * 16 + 4.0 * 3 * 16 + 8.0 * 15  # the rows, not the table
+
+    base = synthetic_profile("cpu", dispatch_s=1 * US, bandwidth=1e9)
+    curves = {family: Curve((1.0,), (50 * US,), rate=1e12) for family in LAYER_FAMILIES}
+    calibrated = dataclasses.replace(base, curves=dict(base.curves, **curves))
+    for row in (pool, bag):
+        assert op_cost(calibrated, row, inference=True).family in LAYER_FAMILIES
+        assert op_cost(base, row, inference=True).family not in LAYER_FAMILIES  # no curve: as before
+    assert op_cost(calibrated, pool, inference=True).host_s == pytest.approx(50 * US + moved_bytes(pool, "pool1d") / 1e12)

@@ -24,6 +24,7 @@ from typing import Callable
 
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
+from .layer_primitives import LAYER_FAMILIES, layer_step
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
            "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes",
@@ -195,6 +196,8 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
     for the model's own fresh outputs."""
     if family in ("elementwise", "copy", "reduction", "pool", "pool_backward"):
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
+    if family in ("pool1d", "conv_depthwise"):  # half the input (pooled by 2), or as large as it
+        return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
     if family in ("conv", "conv_backward") and len(shape) == 5:
         batch, c_in, c_out, _, size = shape
         return 4.0 * batch * (c_out if family == "conv" else c_in) * size * size
@@ -204,6 +207,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
 def points(plan: Plan, device: str = "cpu") -> list:
     """The primitives of ``plan`` on ``device``, in a fixed order (each round shuffles them)."""
     from .gpu_ops import gru_flops
+    from .layer_primitives import layer_points
     from .op_costs import attention_flops
 
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
@@ -225,6 +229,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for name in plan.reduction_ops:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
+    out += [Point(family, name, n=n, x=x, shape=shape) for family, name, n, x, shape in layer_points(plan.sizes)]
     backends = CONV_BACKENDS if device == "cpu" else CONV_BACKENDS[:1]  # oneDNN or not: a CPU choice
     for name, batches in zip(backends, (plan.conv_batches, plan.native_batches)):
         for size, (c_in, c_out, kernel), batch in itertools.product(plan.conv_sizes, plan.conv_channels, batches):
@@ -423,6 +428,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return _overhead_step(point, device)
     if point.family in ("matmul", "matmul_check", "matmul_outer", REFERENCE):
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
+    if point.family in LAYER_FAMILIES:
+        return layer_step(point.family, point.shape, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng"):
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward"):

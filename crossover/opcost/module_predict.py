@@ -143,8 +143,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     fresh = conv_forward = backward_kernels = 0.0
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
+    inference = not any(row.get("phase") in ("backward", "optimizer") for row in rows)
     for row in rows:
-        cost = op_cost(profile, row, cold=cold)
+        cost = op_cost(profile, row, cold=cold, inference=inference)
         base = cost
         if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
             cost = _scaled(cost, 1.0 + profile.conv_forward_extra, on_gpu)

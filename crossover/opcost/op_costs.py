@@ -41,13 +41,15 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .gpu_ops import host_floor_s, recurrent_cost
+from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
-MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic")
+MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic",
+                   *LAYER_FAMILIES)
 COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "attention")
 
 #: Ops of kind ``other`` (or with their own costing) that a bandwidth curve covers, by family.
@@ -382,7 +384,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     return curve(max(moved, 1.0)) + extra
 
 
-def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
+def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bool = False) -> OpCost:
     """The predicted cost of one traced op on ``profile``'s device.
 
     Parameters
@@ -395,6 +397,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
     cold : bool
         The model's weights do not fit in the warm caches (``Profile.warm_bytes``): matrix products are
         costed with their weights cycled through DRAM.
+    inference : bool
+        The step runs without autograd (a forward pass): ops with an inference-only kernel are costed
+        on it (:mod:`crossover.opcost.layer_primitives`).
 
     Returns
     -------
@@ -409,12 +414,18 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False) -> OpCost:
         return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = _fused_rows(name, row)
     if fused is not None:
-        parts = [op_cost(profile, sub, cold=cold) for sub in fused]
+        parts = [op_cost(profile, sub, cold=cold, inference=inference) for sub in fused]
         view = profile.overhead("view_s") * _FUSED_VIEWS
         return OpCost(sum(p.host_s for p in parts) + view, sum(p.device_s for p in parts),
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
+    layer = layer_family(row, name, inference=inference, device=profile.device)
+    if layer in profile.curves:  # calibrated (a profile from before these primitives: the family as before)
+        family = layer
+        moved = moved_bytes(row, layer)  # on the curve's own count of bytes
+        if moved is not None:
+            row = dict(row, bytes_read=moved, bytes_written=0)
     warning = ""
     seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
     if seconds is None:

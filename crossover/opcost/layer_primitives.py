@@ -1,0 +1,137 @@
+"""Primitives for layer kinds the core families cost wrongly, and which trace rows they cost.
+
+Measured where the zoo's new kinds missed (the 2-core VM and the H100 host at one thread, #27):
+
+- ``pool1d``: ``nn.MaxPool1d`` in a forward pass without autograd runs the CPU's own 1-D kernel (no
+  indices), while the trace, made on fake tensors, records the 2-D pooling with indices it falls back
+  to elsewhere; on the VM at one thread the 1-D kernel pools 2 MiB in 136 µs, the 2-D one with indices
+  in 2.1 ms;
+- ``adaptive_pool``: adaptive max-pooling (``nn.AdaptiveMaxPool1d/2d``), a reduction with indices
+  (386 µs for 2 MiB there, against 31 µs for ``amax`` and 2.1 ms for the 2×2 pooling curve);
+- ``conv_depthwise``: a convolution with one group per input channel reads and writes its activations
+  once per few FLOPs (memory-bound; the dense convolution grid, indexed by ``C_in·k²·C_out``, has no cell
+  that small);
+- ``gather``: an embedding (bag) lookup moves the rows it gathers, not its whole table.
+
+Each is a curve over bytes moved (:func:`moved_bytes`); a profile without the curve (a calibration from
+before these primitives) costs the row as before, with the trace's bytes (a gather's whole table: on
+the H100 host at one thread, the rows alone under-predict a 20-id bag by 55%, its fixed cost being the
+kernel's own, which only the primitive measures). Pure: no torch import at module level.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+__all__ = ["LAYER_OPS", "LAYER_FAMILIES", "layer_points", "layer_step", "layer_family", "moved_bytes",
+           "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
+
+#: The primitive of each family (its op name in the plan).
+LAYER_OPS = {"pool1d": "max_pool1d", "adaptive_pool": "adaptive_max_pool1d", "conv_depthwise": "conv_depthwise",
+             "gather": "embedding_bag"}
+LAYER_FAMILIES = tuple(LAYER_OPS)
+_CHANNELS, _LENGTH, _SIDE = 32, 256, 32  # pools: 32 channels of 256 steps; depthwise: 16 channels of 32 × 32
+EMBEDDING_ROWS, EMBEDDING_WIDTH, BAG_SIZE = 5000, 64, 20
+
+
+def _shape(family: str, n: int) -> tuple:
+    if family in ("pool1d", "adaptive_pool"):
+        return (max(n // (_CHANNELS * _LENGTH), 1), _CHANNELS, _LENGTH)
+    if family == "conv_depthwise":
+        return (max(n // (16 * _SIDE * _SIDE), 1), 16, _SIDE, _SIDE)
+    return (max(n // (EMBEDDING_WIDTH * BAG_SIZE), 1), BAG_SIZE)  # gather: bags of BAG_SIZE ids
+
+
+def _primitive_bytes(family: str, shape: tuple) -> float:
+    """Bytes the trace rows of this kind count (:func:`moved_bytes`), for the primitive's shape."""
+    if family == "pool1d":
+        n = shape[0] * shape[1] * shape[2]
+        return 4.0 * (n + n // 2)
+    if family == "adaptive_pool":
+        n = shape[0] * shape[1] * shape[2]
+        return 4.0 * n + 12.0 * shape[0] * shape[1]  # values and int64 indices of one output per channel
+    if family == "conv_depthwise":
+        n = shape[0] * shape[1] * shape[2] * shape[3]
+        return 4.0 * 2 * n
+    bags, size = shape
+    return 4.0 * bags * size * EMBEDDING_WIDTH + 4.0 * bags * EMBEDDING_WIDTH + 8.0 * bags * size
+
+
+def layer_points(sizes) -> list:
+    """``(family, name, n, x, shape)`` of every primitive at each size (elements moved)."""
+    return [(family, name, n, _primitive_bytes(family, _shape(family, n)), _shape(family, n))
+            for family, name in LAYER_OPS.items() for n in sizes]
+
+
+def layer_step(family: str, shape: tuple, device: str = "cpu"):
+    """The step timing one primitive (inputs made now; a forward pass without autograd)."""
+    import torch
+    import torch.nn.functional as F
+
+    if family in ("pool1d", "adaptive_pool"):
+        x = torch.randn(shape, device=device)
+        op = (lambda: F.max_pool1d(x, 2)) if family == "pool1d" else (lambda: F.adaptive_max_pool1d(x, 1))
+    elif family == "conv_depthwise":
+        conv = torch.nn.Conv2d(shape[1], shape[1], 3, padding=1, groups=shape[1]).to(device)
+        x = torch.randn(shape, device=device)
+        op = lambda: conv(x)  # noqa: E731
+    elif family == "gather":
+        bag = torch.nn.EmbeddingBag(EMBEDDING_ROWS, EMBEDDING_WIDTH, mode="mean").to(device)
+        ids = torch.randint(0, EMBEDDING_ROWS, shape, device=device)
+        op = lambda: bag(ids)  # noqa: E731
+    else:
+        raise ValueError(f"unknown layer primitive {family!r}")
+
+    def step():
+        with torch.no_grad():
+            return op()
+
+    return step
+
+
+def _shapes(row: Mapping) -> list:
+    return [tuple(s) for s in (row.get("input_shapes") or ())]
+
+
+def layer_family(row: Mapping, name: str, *, inference: bool, device: str = "cpu") -> Optional[str]:
+    """The layer family that costs ``row`` (op ``name`` without its ``aten.`` prefix), or None.
+
+    ``inference``: the step runs without autograd (a forward pass), where 1-D max-pooling takes the
+    CPU's own kernel.
+    """
+    shapes = _shapes(row)
+    if name == "max_pool2d_with_indices" and inference and device == "cpu" and shapes and len(shapes[0]) == 4 \
+            and shapes[0][2] == 1:
+        return "pool1d"  # a MaxPool1d (the trace's fallback unsqueezes it to one row of pixels)
+    if name in ("adaptive_max_pool2d", "adaptive_max_pool1d"):
+        return "adaptive_pool"
+    if name == "convolution" and len(shapes) >= 2 and len(shapes[0]) == len(shapes[1]) and len(shapes[0]) in (3, 4):
+        c_in, per_group = shapes[0][1], shapes[1][1]
+        if per_group == 1 and c_in > 1:
+            return "conv_depthwise"
+    if name in ("_embedding_bag", "embedding_bag", "_embedding_bag_forward_only", "embedding"):
+        return "gather"
+    return None
+
+
+def moved_bytes(row: Mapping, family: str) -> Optional[float]:
+    """Bytes a layer-family row moves, where the trace's count (every input and output whole) is not it:
+    a gather's rows gathered and output (not its table), a 1-D pooling's input and values (no
+    indices). None: the trace's count."""
+    shapes = _shapes(row)
+    outputs = [tuple(s) for s in (row.get("output_shapes") or ())]
+    if family == "pool1d" and shapes and outputs:  # the 1-D kernel writes no indices
+        return 4.0 * (_count(shapes[0]) + _count(outputs[0]))
+    if family != "gather":
+        return None
+    if len(shapes) < 2 or len(shapes[0]) != 2:
+        return None
+    lookups, width = _count(shapes[1]), shapes[0][1]
+    return 4.0 * lookups * width + 4.0 * (_count(outputs[0]) if outputs else 0) + 8.0 * lookups
+
+
+def _count(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
