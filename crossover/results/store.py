@@ -257,6 +257,20 @@ def _read_csv(csv_path: Path, quiet: bool = False) -> pd.DataFrame:
     return _typed(frame[list(COLUMNS)], csv_path)
 
 
+#: Parsed results files of this process, by (path, size, modification time): ``predict`` loads one
+#: results tree twice (rounds combined, and each round for the paired crossovers).
+_PARSED: dict = {}
+
+
+def _read_csv_once(csv_path: Path) -> pd.DataFrame:
+    """:func:`_read_csv`, parsed once per process while the file is unchanged (a copy each call)."""
+    stat = csv_path.stat()
+    key = (str(csv_path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _PARSED:
+        _PARSED[key] = _read_csv(csv_path)
+    return _PARSED[key].copy()
+
+
 def _empty_frame() -> pd.DataFrame:
     dtypes = {int: "int64", "optional int": "Int64", float: "float64", str: "object"}
     return pd.DataFrame({c: pd.Series(dtype=dtypes[t]) for c, t in COLUMN_TYPES.items()})
@@ -423,7 +437,7 @@ def load_results(
             csv_path = directory / CSV_NAME
             if not csv_path.exists():
                 continue
-            frame = _read_csv(csv_path)
+            frame = _read_csv_once(csv_path)
             frame["results_dir"] = str(directory)
             frames.append(frame)
     if not frames:
