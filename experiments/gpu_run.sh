@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within 9 minutes of wall time (each stage has its own limit, below: 580 s in all), so that a machine's
-# start and a rerun fit in a 15-minute lease. Each stage's files are packed into $OUT as soon as the stage
+# Within the device tool's 10-minute command limit: each stage has its own limit, below, 585 s in all (the
+# H100 run of 2026-11-26 took 443 s), which leaves a 15-minute lease a few minutes for a machine's start and
+# one short follow-up call (not a second run). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
 #   paired.tgz      the paired CPU/GPU suite (experiments/suites/gpu-paired.toml): results.csv, metadata.json
@@ -51,7 +52,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 130 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
+    stage paired 120 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"
@@ -59,21 +60,21 @@ fi
 
 # Quick calibrations, the GPU's first (its host CPU's takes longer), into profiles/<device>.
 if [ "$cuda" = 1 ]; then
-    stage calibrate-cuda 55 $PY -m crossover calibrate --device cuda --quick --out "$work/profiles/cuda"
+    stage calibrate-cuda 75 $PY -m crossover calibrate --device cuda --quick --out "$work/profiles/cuda"
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 90 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 95 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
-stage zoo 80 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
+stage zoo 50 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
 pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 110 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 50 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 6
+stage calibrate-cpu-1t 105 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
+stage zoo-cpu-1t 40 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 6
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 

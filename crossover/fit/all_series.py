@@ -114,6 +114,11 @@ def fit_results(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, 
             todo = []
         for i, (label, rows) in enumerate(todo):
             later = [c for plan in plans[i + 1:] for c in plan]
+            if cached.get(label) is not None:  # found in the cache above: not looked up twice
+                fits[label] = cached[label]
+                if bar is not None:
+                    bar.replan(later)
+                continue
             on_fit = _on_fit(bar, label, rows, models, planning, later) if bar is not None else None
             fits[label] = fit_series(rows, models, label=label, seed=series_seed(label, seed), on_fit=on_fit,
                                      **options)
