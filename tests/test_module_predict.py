@@ -277,3 +277,27 @@ def test_layer_kinds_are_costed_on_their_own_primitives():
         assert op_cost(calibrated, row, inference=True).family in LAYER_FAMILIES
         assert op_cost(base, row, inference=True).family not in LAYER_FAMILIES  # no curve: as before
     assert op_cost(calibrated, pool, inference=True).host_s == pytest.approx(50 * US + moved_bytes(pool, "pool1d") / 1e12)
+
+
+def test_a_maxpool1d_forward_runs_the_1d_kernel_the_trace_maps_to():
+    """What the profiler sees a no-grad forward run (``aten::max_pool1d``, no indices) is what the
+    trace's fallback row (2-D pooling with indices, on fake tensors) is costed as; with autograd the
+    2-D kernel with indices really runs, and the row keeps its family."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from crossover.opcost.layer_primitives import layer_family
+    from crossover.opcost.module_predict import trace_step
+
+    model = nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.MaxPool1d(2)).eval()
+    x = torch.randn(2, 4, 64)
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad), profile(activities=[ProfilerActivity.CPU]) as prof:
+            model(x.requires_grad_(grad))
+        ran = {e.key for e in prof.key_averages()}
+        assert ("aten::max_pool1d_with_indices" in ran or "aten::max_pool2d_with_indices" in ran) == grad
+        assert ("aten::max_pool1d" in ran) and (grad or "aten::max_pool2d_with_indices" not in ran)
+    rows = trace_step(model, (4, 64), 2)[0].to_dict("records")
+    pool = next(r for r in rows if "max_pool" in r["op"])
+    assert pool["op"].startswith("aten.max_pool2d_with_indices")
+    assert layer_family(pool, "max_pool2d_with_indices", inference=True) == "pool1d"
+    assert layer_family(pool, "max_pool2d_with_indices", inference=False) is None
