@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from crossover.opcost.calibrate import _with_composition, _without_page_faults, measure_calibration
+from crossover.opcost.calibrate import _without_page_faults, measure_calibration
+from crossover.opcost.composition import with_composition
 from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
 from crossover.opcost.module_predict import predict_module, step_prediction, trace_step
 from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
@@ -187,7 +188,7 @@ def test_composition_fit_recovers_known_factors():
     truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=0.8 * US), train_host_extra=1.5,
                                 conv_forward_extra=0.25, backward_extra=0.3)
     models = [(step["latency_s"], row) for step, row in _reference_steps_of(truth)]
-    fitted = _with_composition(base, models)
+    fitted = with_composition(base, models)
     assert fitted.train_host_extra == pytest.approx(1.5, rel=1e-6)
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
     assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
@@ -202,7 +203,7 @@ def test_a_gpu_composition_fits_only_the_host_terms():
     truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=1 * US), train_host_extra=0.5)
     steps = _reference_steps_of(truth)
     assert all(step["host_s"] > 2 * step["device_s"] for step, _ in steps)  # launch-bound: the host terms add up
-    fitted = _with_composition(base, [(step["latency_s"], row) for step, row in steps])
+    fitted = with_composition(base, [(step["latency_s"], row) for step, row in steps])
     assert fitted.train_host_extra == pytest.approx(0.5, rel=1e-6)
     assert fitted.overheads["event_s"] == pytest.approx(1 * US, rel=1e-6)
     assert fitted.conv_forward_extra == 0 and fitted.backward_extra == 0

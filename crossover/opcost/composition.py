@@ -1,0 +1,88 @@
+"""How ops compose into a step, fitted on a calibration's reference models (pure).
+
+The calibration times two generic reference models whole (:data:`REFERENCE_MODELS
+<crossover.opcost.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) and fits the
+:data:`COMPOSITION_TERMS` to what the primitives leave unexplained: see
+:mod:`crossover.opcost.calibrate` for what each term stands for, and on a GPU the synchronised steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .profiles import Profile
+
+__all__ = ["COMPOSITION_TERMS", "with_composition"]
+
+
+def _reference_steps(profile: Profile, models) -> list:
+    """Per reference-model visit: (measured s, predicted s without the composition terms, (autograd and
+    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label,
+    a function of a profile giving its predicted s)."""
+    from .calibration_plan import REFERENCE_MODELS, reference_model
+    from .module_predict import host_events, step_prediction, trace_step
+
+    bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
+    out = []
+    for seconds, row in models:
+        name, workload = row["name"].split("/")
+        model = reference_model(name)
+        table, calls = trace_step(model, REFERENCE_MODELS[name], int(row["m"]), workload)
+        records = table.to_dict("records")
+        params = list(model.parameters())
+        sizes = dict(module_calls=calls, n_params=len(params),
+                     param_bytes=sum(p.numel() * p.element_size() for p in params))
+        step = step_prediction(bare, records, **sizes)
+        features = (step["autograd_s"], host_events(records, calls), step["conv_forward_s"], step["backward_kernels_s"])
+        out.append((seconds, step["latency_s"], features, dict(model=name, workload=workload, batch_size=int(row["m"])),
+                    lambda p, records=records, sizes=sizes: step_prediction(p, records, **sizes)["latency_s"]))
+    return out
+
+
+#: The composition terms, in the order of :func:`_reference_steps`' features: the extra share of a
+#: training step's autograd and optimizer host work, seconds per host event, the extra share of forward
+#: convolutions and of backward kernels other than convolutions.
+COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra")
+
+
+def _with_terms(profile: Profile, values) -> Profile:
+    terms = dict(zip(COMPOSITION_TERMS, (float(v) for v in values)))
+    event_s = terms.pop("event_s")
+    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=event_s), **terms})
+
+
+def _fit_terms(steps, device: str) -> np.ndarray:
+    """Non-negative least squares of the relative residuals. On a GPU only the host terms (the first
+    two): its step is ``max(host, device)``, and the additive form holds for host-bound steps only."""
+    from scipy.optimize import nnls
+
+    used = 2 if device == "cuda" else len(COMPOSITION_TERMS)
+    design = np.array([[f / step[0] for f in step[2][:used]] for step in steps])
+    target = np.array([(step[0] - step[1]) / step[0] for step in steps])
+    coef = nnls(design, target)[0] if len(steps) else np.zeros(used)
+    return np.concatenate([coef, np.zeros(len(COMPOSITION_TERMS) - used)])
+
+
+def with_composition(profile: Profile, models) -> Profile:
+    """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the reference models' measured steps
+    (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each step predicted with the
+    fitted profile) and as ``model_error_rel`` the median leave-one-out error: each reference step
+    predicted by the terms fitted on the others, not on itself (the in-sample error where there are
+    too few steps to leave one out: the smoke plan's two)."""
+    steps = _reference_steps(profile, models)
+    coef = _fit_terms(steps, profile.device)
+    fitted = _with_terms(profile, coef)
+    loo = len(steps) > len(COMPOSITION_TERMS) + 1
+    report, errors = [], []
+    for i, (measured, base, _, label, predict) in enumerate(steps):
+        predicted = predict(fitted)
+        line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
+                    uncorrected_s=base)
+        if loo:
+            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
+            line["leave_one_out_error"] = predict(others) / measured - 1
+        errors.append(line["leave_one_out_error"] if loo else line["error"])
+        report.append(line)
+    meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
+    error = float(np.median(np.abs(errors))) if errors else 0.0
+    return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error})
