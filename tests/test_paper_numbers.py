@@ -25,19 +25,23 @@ def _sizes():
     return sorted(points)
 
 
-def _write(directory, machine, devices, seed, slow_round=1.0):
-    """Two rounds per point; round 1 ``slow_round`` times slower (a slow spell of a shared machine)."""
+def _write(directory, machine, devices, seed, slow_round=1.0, *, paired=False, only=None, n_rounds=2):
+    """Two rounds per point; round 1 ``slow_round`` times slower (a slow spell of a shared machine).
+    ``paired``: rows carry their place in the plan (``sequence``), as a paired suite writes them;
+    ``only``: that sweep alone; ``n_rounds``: rounds per point."""
     rng = np.random.default_rng(seed)
+    sequence = iter(range(10**6))
     writer = ResultsWriter(directory, f"run{seed}", {"machine": machine, "torch": "2.13.0+cpu",
                                                       "date_utc": "2026-01-02T03:04:05+00:00",
                                                       "cpu_model": "Synthetic CPU", "cpu_usable_cores": 4,
                                                       "gpu_name": "Synthetic GPU" if "cuda" in devices else None})
     for device, params in devices.items():
-        rows = [(d, n, b, s, "eager", params) for d, n, b, s in _sizes()]
-        rows.append((128, 128, 1, "mode", "cudagraph" if device == "cuda" else "compile",
-                     {**params, "layer_s": params["layer_s"] / 4}))
+        rows = [(d, n, b, s, "eager", params) for d, n, b, s in _sizes() if only in (None, s)]
+        if only is None:
+            rows.append((128, 128, 1, "mode", "cudagraph" if device == "cuda" else "compile",
+                         {**params, "layer_s": params["layer_s"] / 4}))
         for d, n, b, sweep, mode, true_params in rows:
-            for rnd in range(2):
+            for rnd in range(n_rounds):
                 true = float(A.model_latency_s("roofline", true_params, d, n, b))
                 raw = true * np.exp(0.01 * rng.standard_normal(9)) * (slow_round if rnd else 1.0)
                 flops, nbytes = A.step_counts(d, n, b)
@@ -46,7 +50,8 @@ def _write(directory, machine, devices, seed, slow_round=1.0):
                     regime="latency", transfer="device", threads=4, threads_requested=4, round=rnd,
                     d_model=d, n_layers=n, batch_size=b, params=n * d * d, flops=int(flops), bytes=int(nbytes),
                     status="ok", median_s=float(np.median(raw)), compile_s=1.5 if mode == "compile" else np.nan,
-                    iqr_s=float(np.subtract(*np.percentile(raw, [75, 25]))), raw_times_s=raw_times_to_text(raw)))
+                    iqr_s=float(np.subtract(*np.percentile(raw, [75, 25]))), raw_times_s=raw_times_to_text(raw),
+                    **({"sequence": next(sequence)} if paired else {})))
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +222,68 @@ def test_every_latency_model_parameter_has_a_macro_name_and_a_latex_label():
 
     assert set(PARAM_NAMES) == set(PARAMS) == set(PARAM_LABELS)
     assert len(set(PARAM_NAMES.values())) == len(PARAM_NAMES)  # one macro per parameter
+
+
+def _true_crossing(slow=1.0):
+    def log_ratio(b):
+        return float(np.log(A.model_latency_s("roofline", HOST, 128, 128, b)
+                            / (slow * A.model_latency_s("roofline", CUDA, 128, 128, b))))
+
+    return optimize.brentq(log_ratio, 1, 2048)
+
+
+def test_headline_gives_every_gpu_machine_its_paired_crossover(tmp_path):
+    """Machine a: its main run paired, and a second paired run of its batch sweep. Machine b: its main run
+    unpaired (no sequence, the fits read it), its paired run of the batch sweep beside it, with the GPU
+    1.5x slower in the unpaired run (a slow launch path): the paired macros of b come from the paired run,
+    its ``Xover...`` ones from the unpaired one."""
+    from crossover.analysis.paired_rounds import crossover_distribution
+    from crossover.paper.headline import machine_suffixes
+    from crossover.results.store import load_results
+
+    _write(tmp_path / "a" / "paired", "a-gpu", {"cpu": HOST, "cuda": CUDA}, seed=1, paired=True, n_rounds=3)
+    _write(tmp_path / "a" / "paired-seed1", "a-gpu", {"cpu": HOST, "cuda": CUDA}, seed=2, paired=True,
+           only="batch_size", n_rounds=4)
+    _write(tmp_path / "b" / "unpaired", "b-gpu", {"cpu": HOST}, seed=3)
+    _write(tmp_path / "b" / "unpaired-cuda", "b-gpu", {"cuda": {**CUDA, "layer_s": 1.5 * CUDA["layer_s"],
+                                                                  "step_s": 1.5 * CUDA["step_s"]}}, seed=4)
+    _write(tmp_path / "b" / "paired", "b-gpu", {"cpu": HOST, "cuda": CUDA}, seed=5, paired=True,
+           only="batch_size", n_rounds=3)
+    found = P.compute_macros([tmp_path], n_boot=12, seed=0, jobs=1, models=("roofline",))
+    text = {m.name: m.text for m in found}
+    assert text["HostMachine"] == "\\texttt{a-gpu}" and text["HostBMachine"] == "\\texttt{b-gpu}"
+
+    rounds = load_results([tmp_path], combine_rounds=False)
+    fixed = dict(d_model=128, n_layers=128, workload="forward", mode="eager", dtype="float32", transfer="device")
+    for prefix, directory, n in (("PairedHost", "a/paired", 3), ("PairedHostOther", "a/paired-seed1", 4),
+                                 ("PairedHostB", "b/paired", 3)):
+        part = rounds[rounds["results_dir"] == str(tmp_path / directory)]
+        machine = part["machine"].iloc[0]
+        dist = crossover_distribution(part, {"machine": machine, "device": "cpu"},
+                                      {"machine": machine, "device": "cuda"}, fixed=fixed)
+        assert text[prefix + "RoundCount"] == str(n) == text[prefix + "Crossing"]
+        assert _value(text[prefix + "Median"]) == pytest.approx(dist.median, rel=0.01)
+        assert _value(text[prefix + "Median"]) == pytest.approx(_true_crossing(), rel=0.05)
+        assert text[prefix + "Quartiles"].startswith("[") and "--" in text[prefix + "Range"]
+        assert _value(text[prefix + "Fit"]) == pytest.approx(_true_crossing(), rel=0.1)
+        assert text[prefix + "FitCI"].startswith("[") and text[prefix + "FitHolds"] in ("holds", "misses")
+    assert text["PairedHostRuns"] == "2" and text["PairedHostBRuns"] == "1"
+    assert text["PairedHostMainRun"] == "paired" and text["PairedHostBMainRun"] == "unpaired"
+    # a's first paired run is the one its fits read: the same fitted crossover
+    assert (text["PairedHostFit"], text["PairedHostFitCI"]) == (text["XoverBatch"], text["XoverBatchCI"])
+    assert text["XoverHoldsPaired"] == text["PairedHostFitHolds"]
+    # b's fits read its unpaired run, whose slower GPU moves the crossover up; its paired run does not
+    assert _value(text["XoverHostBBatch"]) == pytest.approx(_true_crossing(1.5), rel=0.1)
+    assert _value(text["XoverHostBBatch"]) > 1.2 * _value(text["PairedHostBFit"])
+    assert _value(text["PairedHostBGpuAnchor"]) == pytest.approx(
+        1e3 * A.model_latency_s("roofline", CUDA, 128, 128, 1), rel=0.05)  # in ms
+    assert text["PairedHostBDate"] == P.NA  # the synthetic rows carry no timestamp
+    assert all(text["PairedHostBOther" + s] == P.NA for s in ("Median", "Fit", "FitHolds"))
+    assert machine_suffixes({"Cuda": 0, "CudaB": 0, "CudaC": 0, "HostC": 0}) == ["", "B", "C"]
+
+
+def test_headline_macros_exist_without_paired_rounds(macros):
+    text, _, _ = macros  # one GPU machine, its rows without a sequence: every headline macro n/a
+    for prefix in ("PairedHost", "PairedHostB"):
+        assert text[prefix + "Median"] == P.NA and text[prefix + "Fit"] == P.NA and text[prefix + "Runs"] == "0"
+    assert text["PairedHostMainRun"] == "unpaired" and text["PairedHostBMainRun"] == P.NA

@@ -1,84 +1,185 @@
-"""The paper's headline: the crossover measured round by round on the host machine, in each of its runs.
+"""The paper's headline: the crossover measured round by round on each GPU machine, in each of its runs.
 
-Where a host's CPU and GPU were measured back to back in every shuffled round (a paired suite), each
+Where a machine's CPU and GPU were measured back to back in every shuffled round (a paired suite), each
 round gives its own crossing of the two curves (:mod:`crossover.analysis.paired_rounds`); the median
 over rounds, its quartiles and range are the measured crossover, and a second run in another order says
-how well it reproduces. The fitted crossover (:func:`crossover.paper.fits.crossover_macros`) stands
-beside it, with whether its interval holds the paired median (``XoverHoldsPaired``).
+how well it reproduces. The fitted crossover of the same run stands beside it, with whether its
+interval holds the paired median.
+
+Every GPU machine whose CPU was measured gets the same macros, named by its roles' suffix
+(:func:`crossover.analysis.reference_study.assign_roles`: ``""`` for ``Host``/``Cuda``, ``B`` for
+``HostB``/``CudaB``, ...), so the paper can set the machines side by side:
+
+``PairedHost<s>Runs``
+    the machine's runs with paired CPU/GPU rounds;
+``PairedHost<s>{Median,Quartiles,Range,Crossing,RoundCount}``
+    the per-round crossings of its first paired run (the run the paper's fits read when that one is
+    paired, else the paired run with the most rows);
+``PairedHost<s>Other...``
+    the same in its second paired run (another order), ``n/a`` when there is none;
+``PairedHost<s>Fit``, ``...FitCI``, ``...FitHolds`` (and ``...OtherFit...``)
+    the crossover fitted on that run's own baseline rows, its bootstrap interval, and whether the
+    interval holds that run's paired median (``holds`` or ``misses``);
+``PairedHost<s>{Cpu,Gpu}Anchor``, ``PairedHost<s>Date``
+    each device's latency at the anchor in that run, and the run's measurement date;
+``PairedHost<s>MainRun``
+    whether the run the paper's fits read (``Xover<s>Batch...``) is ``paired`` or ``unpaired``.
+
+``XoverHoldsPaired`` is ``PairedHostFitHolds`` under its older name.
 """
 
 from __future__ import annotations
+
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..analysis.crossovers import curve_crossings
-from ..analysis.reference_study import ANCHOR, BASELINE, PAPER_STATISTIC, usual_threads
+from ..analysis.reference_study import (ANCHOR, BASELINE, N_BOOT, PAPER_STATISTIC, baseline_rows, fit_baseline,
+                                        usual_threads)
 from ..results.statistics import STATISTICS
-from .latex import NA, Macro, _tt, format_interval, format_number
+from .latex import NA, Macro, _tt, format_interval, format_number, format_quantity
 
-__all__ = ["headline_macros", "paired_macros"]
+__all__ = ["headline_macros", "paired_macros", "machine_suffixes"]
 
 #: The latency the paper's medians of rounds read.
 COLUMN = STATISTICS[PAPER_STATISTIC].column
 
 _NAMES = ("Median", "Quartiles", "Range", "Crossing", "RoundCount")
+_FIT_NAMES = ("Fit", "FitCI", "FitHolds")
+
+
+def _batch(x) -> str:
+    """A crossing batch size: three significant figures, whole from 10 on (99, not 99.0)."""
+    return format_number(x, 2) if x is not None and np.isfinite(x) and 10 <= abs(x) < 100 else format_number(x)
 
 
 def _distribution_macros(prefix: str, dist, what: str) -> list:
     if dist is None or not dist.n_rounds:
         return [Macro(prefix + s, NA, f"{what}: no paired rounds") for s in _NAMES]
     return [
-        Macro(prefix + "Median", format_number(dist.median), f"{what}: median crossing over paired rounds"),
-        Macro(prefix + "Quartiles", format_interval(dist.q25, dist.q75), f"{what}: quartiles of the crossings"),
-        Macro(prefix + "Range", f"{format_number(dist.low)}--{format_number(dist.high)}" if dist.n_crossing else NA,
+        Macro(prefix + "Median", _batch(dist.median), f"{what}: median crossing over paired rounds"),
+        Macro(prefix + "Quartiles", NA if not dist.n_crossing else f"[{_batch(dist.q25)}, {_batch(dist.q75)}]",
+              f"{what}: quartiles of the crossings"),
+        Macro(prefix + "Range", f"{_batch(dist.low)}--{_batch(dist.high)}" if dist.n_crossing else NA,
               f"{what}: smallest and largest crossing"),
         Macro(prefix + "Crossing", format_number(dist.n_crossing), f"{what}: rounds whose curves cross"),
         Macro(prefix + "RoundCount", format_number(dist.n_rounds), f"{what}: paired rounds"),
     ]
 
 
-def headline_macros(everything: pd.DataFrame, results, roles: dict, fits: dict) -> list:
-    """``PairedHost*``: the host CPU against its GPU along batch size at the anchor, round by round, in
-    the host's main run (the one the fits read); ``PairedHostOther*``: the same in its other paired run;
-    ``PairedHostRuns``: how many of its runs are paired; ``XoverHoldsPaired``: whether the fitted
-    crossover's interval holds the main run's paired median ("holds" or "misses")."""
+def _fit_macros(prefix: str, fitted, dist, what: str) -> list:
+    """``<prefix>Fit``, ``FitCI``, ``FitHolds``: a fitted crossover beside a run's paired median."""
+    if fitted is None or fitted.x is None:
+        return [Macro(prefix + "Fit", NA if fitted is None else "none", f"{what}: fitted crossover"),
+                Macro(prefix + "FitCI", NA, f"{what}: its bootstrap interval"),
+                Macro(prefix + "FitHolds", NA, f"{what}: whether the interval holds the paired median")]
+    holds = NA
+    if fitted.low is not None and dist is not None and dist.n_crossing:
+        holds = "holds" if fitted.low <= dist.median <= fitted.high else "misses"
+    return [Macro(prefix + "Fit", format_number(fitted.x), f"{what}: fitted crossover along batch size"),
+            Macro(prefix + "FitCI", NA if fitted.low is None else format_interval(fitted.low, fitted.high),
+                  f"{what}: its bootstrap interval"),
+            Macro(prefix + "FitHolds", holds, f"{what}: whether the interval holds the paired median")]
+
+
+def machine_suffixes(roles: dict) -> list:
+    """The role suffixes of the GPU machines the headline names: ``""`` and ``"B"`` always (their macros
+    are ``n/a`` when absent, so the paper builds), then any further GPU machine's (``"C"``, ...)."""
+    more = sorted({r[len("Cuda"):] for r in roles if r.startswith("Cuda")} - {"", "B"})
+    return ["", "B", *more]
+
+
+def _anchor_latency(rows: pd.DataFrame, device) -> Optional[float]:
+    at = rows[(rows["device"] == device) & (rows["d_model"] == ANCHOR["d_model"])
+              & (rows["n_layers"] == ANCHOR["n_layers"]) & (rows["batch_size"] == ANCHOR["batch_size"])]
+    return float(at[COLUMN].median()) if len(at) else None
+
+
+def _run_date(rows: pd.DataFrame) -> str:
+    days = sorted({str(t)[:10] for t in rows.get("timestamp_utc", pd.Series(dtype=object)).dropna() if str(t)[:10]})
+    return NA if not days else days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
+
+
+def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.DataFrame, fits: dict, *,
+                    fit_options: dict) -> list:
+    """The headline macros of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``."""
+    from .. import analysis as A
     from ..analysis.paired_rounds import crossover_distribution
     from ..analysis.reference_study import main_runs
-    from ..results.store import load_results
 
+    prefix = "PairedHost" + suffix
+    host, cuda = "Host" + suffix, "Cuda" + suffix
+    what = f"{host} vs {cuda}"
     fixed = dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"],
                  **{k: v for k, v in BASELINE.items() if k != "regime"})
-    main = other = None
-    n_runs = 0
-    if "Host" in roles and "Cuda" in roles:
-        machine = roles["Host"][0]
+    runs = []  # (results_dir, distribution), the run the fits read first
+    main_of: dict = {}  # device -> the results directories its fits read
+    main_dirs: set = set()  # a run holding both devices' fitted rows: its fits are the paper's
+    if host in roles and cuda in roles:
+        machine = roles[host][0]
         rows = everything[everything["machine"] == machine]
-        main_dir = set(main_runs(rows)["results_dir"]) if not rows.empty else set()
-        rounds = load_results(results, combine_rounds=False)
-        rounds = rounds[(rounds["machine"] == machine) & rounds["sequence"].notna()]
+        if not rows.empty:
+            chosen = main_runs(rows)
+            main_of = {device: set(chosen.loc[chosen["device"] == device, "results_dir"])
+                       for device in (roles[host][1], roles[cuda][1])}
+            main_dirs = set.intersection(*main_of.values())
+        mine = rounds[(rounds["machine"] == machine) & rounds["sequence"].notna()]
         pick = lambda role: {"machine": roles[role][0], "device": roles[role][1]}  # noqa: E731
-        for directory, part in sorted(rounds.groupby("results_dir"), key=lambda item: item[0] not in main_dir):
-            dist = crossover_distribution(part, pick("Host"), pick("Cuda"), fixed=fixed)
-            if not dist.n_rounds:
-                continue
-            n_runs += 1
-            if directory in main_dir and main is None:
-                main = dist
-            elif other is None:
-                other = dist
-    macros = [Macro("PairedHostRuns", format_number(n_runs), "the host's runs with paired CPU/GPU rounds")]
-    macros += _distribution_macros("PairedHost", main, "host CPU vs GPU, main run")
-    macros += _distribution_macros("PairedHostOther", other, "host CPU vs GPU, the other run (another order)")
-    holds = NA
-    fitted = None
-    if fits.get("Host") is not None and fits.get("Cuda") is not None and main is not None and main.n_crossing:
-        from .. import analysis as A
+        sizes = mine["results_dir"].value_counts()
+        fitted_dirs = set().union(*main_of.values()) if main_of else set()
+        order = sorted(sizes.index, key=lambda d: (d not in main_dirs, d not in fitted_dirs, -sizes[d], d))
+        for directory in order:
+            dist = crossover_distribution(mine[mine["results_dir"] == directory], pick(host), pick(cuda), fixed=fixed)
+            if dist.n_rounds:
+                runs.append((directory, dist))
+    macros = [Macro(prefix + "Runs", format_number(len(runs)), f"{what}: runs with paired CPU/GPU rounds"),
+              Macro(prefix + "MainRun", NA if not main_of else
+                    ("paired" if all(dirs <= {d for d, _ in runs} for dirs in main_of.values()) else "unpaired"),
+                    f"{what}: whether the runs the paper's fits read have paired rounds")]
+    for tag, index in (("", 0), ("Other", 1)):
+        directory, dist = runs[index] if len(runs) > index else (None, None)
+        macros += _distribution_macros(prefix + tag, dist, f"{what}, paired run {index + 1}")
+        fitted = None
+        if directory is not None:
+            if directory in main_dirs:
+                run_fits = (fits.get(host), fits.get(cuda))
+            else:
+                sub = everything[everything["results_dir"] == directory]
+                found = fit_baseline(sub, {host: roles[host], cuda: roles[cuda]}, **fit_options)
+                run_fits = (found.get(host), found.get(cuda))
+            if all(f is not None for f in run_fits):
+                fitted = A.crossover(*run_fits, "batch_size", d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
+        macros += _fit_macros(prefix + tag, fitted, dist, f"{what}, paired run {index + 1}")
+    directory = runs[0][0] if runs else None
+    run = everything[everything["results_dir"] == directory] if directory else None
+    sub = None if run is None else baseline_rows(run)
+    for device_tag, role in (("Cpu", host), ("Gpu", cuda)):
+        latency = None if sub is None else _anchor_latency(sub, roles[role][1])
+        macros.append(Macro(prefix + device_tag + "Anchor", format_quantity(latency, "s"),
+                            f"{what}, paired run 1: {role}'s latency at the anchor"))
+    macros.append(Macro(prefix + "Date", NA if run is None else _run_date(run),
+                        f"{what}, paired run 1: measurement date (UTC)"))
+    return macros
 
-        fitted = A.crossover(fits["Host"], fits["Cuda"], "batch_size", d_model=ANCHOR["d_model"],
-                             n_layers=ANCHOR["n_layers"])
-        if fitted.x is not None and fitted.low is not None:
-            holds = "holds" if fitted.low <= main.median <= fitted.high else "misses"
+
+def headline_macros(everything: pd.DataFrame, results, roles: dict, fits: dict, *, n_boot: int = N_BOOT,
+                    seed: int = 0, jobs: int = 1, models: Optional[Sequence[str]] = None) -> list:
+    """The headline macros of every GPU machine (module docstring): the host CPU against its GPU along
+    batch size at the anchor, round by round, in each paired run, with the crossover fitted on that run
+    (``n_boot``, ``seed``, ``jobs``, ``models`` as :func:`crossover.analysis.reference_study.fit_baseline`
+    takes them; a run the paper's fits already read reuses ``fits``)."""
+    from ..results.store import load_results
+
+    rounds = load_results(results, combine_rounds=False)
+    if "sequence" not in rounds:
+        rounds = rounds.assign(sequence=np.nan)
+    options = dict(n_boot=n_boot, seed=seed, jobs=jobs, models=models)
+    macros = []
+    for suffix in machine_suffixes(roles):
+        macros += _machine_macros(suffix, roles, everything, rounds, fits, fit_options=options)
+    holds = next(m.text for m in macros if m.name == "PairedHostFitHolds")
     macros.append(Macro("XoverHoldsPaired", holds, "whether the fitted interval holds the paired median"))
     return macros
 

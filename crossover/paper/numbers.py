@@ -107,8 +107,10 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += run_to_run_macros(everything)
     with_gemm = fit_baseline(frame, roles, models=models, extra_models=GEMM_MODELS, n_boot=0, seed=seed, jobs=jobs)
     macros += gemm_macros(fits, {r: with_gemm.get(r) for r in fits})
-    macros += mode_macros(frame, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
-    macros += round_macros(rounds, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles}, superseded)
+    # the text names a second GPU machine's latencies and rounds too (n/a when there is none)
+    every_role = {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES + ("HostB", "CudaB")}, **roles}
+    macros += mode_macros(frame, every_role)
+    macros += round_macros(rounds, every_role, superseded)
     macros += protocol_macros(results, dirs, {**{r: ("", "cuda" if r.startswith("Cuda") else "cpu") for r in ROLES}, **roles})
     if prices is None and PRICES_FILE.exists():
         prices = PRICES_FILE
@@ -120,7 +122,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
                                     results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
-    macros += headline_macros(everything, results, roles, fits)
+    macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models)
     return macros
 
 
