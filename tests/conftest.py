@@ -81,3 +81,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cpu_hog" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.serial)
+
+
+def validate_json(data: dict) -> dict:
+    """Check a ``--json`` output against the JSON Schema its ``schema`` names (shipped in
+    crossover/schemas/); return ``data``. Skips where jsonschema is not installed."""
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from crossover.jsonable import check_stamp, schema_file
+
+    tag = check_stamp(data)
+    path = schema_file(tag)
+    assert path.is_file(), f"no schema file {path.name} for {tag}"
+    schema = json.loads(path.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["schema"]["const"] == tag, f"{path.name} describes another layout or version"
+    jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+    return data

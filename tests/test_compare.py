@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from crossover.cli.compare import COMPARE_SCHEMA
 from crossover.results.compare import compare_results, summarise
 from crossover.results.store import ResultsWriter, load_results, raw_times_to_text
 
@@ -45,7 +46,7 @@ def test_cli_compare_json_and_fail_above(cli, runs):
     result = cli("compare", runs["a"], runs["slow"], "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["schema"] == "crossover-compare" and data["summary"]["slower"] == 4 and not data["failed"]
+    assert data["schema"] == COMPARE_SCHEMA and data["summary"]["slower"] == 4 and not data["failed"]
     assert {p["verdict"] for p in data["points"]} == {"slower"}
     failed = cli("compare", runs["a"], runs["slow"], "--fail-above", 10)
     assert failed.returncode == 1 and "above --fail-above 10%" in failed.stderr

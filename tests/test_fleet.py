@@ -38,7 +38,7 @@ from crossover.results.anchors import JOB_FILE, anchor_factors, compare_nodes
 from crossover.results.drift import mixed_speed_warnings
 from crossover.results.store import load_results
 
-from conftest import ROOT
+from conftest import ROOT, validate_json
 
 SUITE = """
 name = "fleet-test"
@@ -413,6 +413,25 @@ def test_a_targets_price_prices_the_machine_its_jobs_ran_on(fake_steps, suite_fi
     machine = fleet_status(out)[0]["machine"]
     assert fleet_prices(out) == {machine: {"usd_per_hour": 0.07, "source": "assumed", "target": "vm"}}
     assert (out / "targets.toml").read_text() == targets.read_text() and read_fleet(out)["targets"][0]["name"] == "vm"
+
+
+def test_fleet_json_outputs_follow_their_schemas(fake_steps, suite_file, tmp_path, cli_in_process):
+    targets = tmp_path / "targets.toml"
+    targets.write_text('[[target]]\nname = "vm"\nusd_per_hour = 0.07\nsource = "assumed"\n')
+    out = tmp_path / "fleet"
+    run_fleet(suite_file, out, executor="debug", targets_path=targets, shards=2, plan="smoke")
+    data = {}
+    for layout, args in (("fleet_status", ["status", out]), ("fleet_compare", ["compare", out, "--n-boot", 50]),
+                         ("fleet_cost", ["cost", out, "--d-model", 64, "--n-layers", 8, "--batch-size", "1,4",
+                                         "--n-boot", 5])):
+        result = cli_in_process("fleet", *args, "--json")
+        assert result.returncode == 0, result.stderr
+        data[layout] = validate_json(json.loads(result.stdout))
+        assert data[layout]["schema"] == {"name": f"crossover.{layout}", "version": 1}
+        assert "schema_version" not in data[layout]
+    assert [job["state"] for job in data["fleet_status"]["jobs"]] == ["done", "done"]
+    assert data["fleet_compare"]["dirs"] == [str(out)] and data["fleet_compare"]["points"]
+    assert data["fleet_cost"]["fleet"] == str(out) and {r["batch_size"] for r in data["fleet_cost"]["rows"]} == {1, 4}
 
 
 # ----------------------------------------------------------------------------- the real thing, once

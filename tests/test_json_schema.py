@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import validate_json
 from crossover.cli import main
 from crossover.cli.analysis import FIT_SCHEMA, PREDICT_SCHEMA
 from crossover.cli.args import DEFAULT_RESULTS
@@ -76,6 +77,12 @@ def test_predict_json_has_the_same_keys_along_every_axis(along):
             assert (c["batch_size"], c["batch_range"]) == ((c["at"], c["range"]) if axis == "batch_size" else (None, None))
     # the top level and each device and crossover entry hold the same keys along every axis
     assert {frozenset(d) for data in along.values() for d in data["devices"]} == {frozenset(along["d_model"]["devices"][0])}
+
+
+def test_predict_json_follows_its_schema_along_every_axis(along):
+    for data in along.values():
+        validate_json(data)
+        assert data["crossovers"], "the shipped CPU and GPU series cross along every axis"
 
 
 def test_predict_names_every_series_by_all_its_fields(along):

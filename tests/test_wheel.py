@@ -59,8 +59,9 @@ def test_every_subpackage_is_in_the_wheel_and_imports(unpacked_wheel):
     assert any((unpacked_wheel / "crossover" / "shipped_results").rglob("results.csv"))
 
 
-def test_the_wheel_carries_the_prices_and_the_advise_schema(unpacked_wheel):
-    """advise reads the prices and validates against its schema outside the repository too."""
+def test_the_wheel_carries_the_prices_and_the_json_schemas(unpacked_wheel):
+    """advise reads the prices and validates against its schema outside the repository too; every
+    --json layout's schema is there."""
     code = ("from crossover.results.prices import read_prices\n"
             "from crossover.analysis.advice import SCHEMA_FILE\n"
             "import json\n"
@@ -69,3 +70,6 @@ def test_the_wheel_carries_the_prices_and_the_advise_schema(unpacked_wheel):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=unpacked_wheel)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "nvidia-h200-16c" in run.stdout and "crossover.advise" in run.stdout
+    # ... and the JSON Schema of every --json layout
+    shipped = {p.name for p in (unpacked_wheel / "crossover" / "schemas").glob("*.schema.json")}
+    assert shipped == {p.name for p in (ROOT / "crossover" / "schemas").glob("*.schema.json")} and len(shipped) > 10

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import AnalysisError
+from ..jsonable import schema_file, schema_tag
 from ..results.statistics import DEFAULT_STATISTIC
 from ..units import format_quantity, format_seconds
 from .reference_study import N_BOOT
@@ -45,9 +45,9 @@ __all__ = ["ADVISE_SCHEMA", "SCHEMA_FILE", "MAX_BUSY", "SERVING_MODEL", "Latency
 
 #: The layout of ``crossover advise --json`` (:meth:`Advice.to_json`); the version goes up when a
 #: key changes meaning or goes away.
-ADVISE_SCHEMA = {"name": "crossover.advise", "version": 1}
+ADVISE_SCHEMA = schema_tag("advise", 1)
 #: The JSON Schema of :meth:`Advice.to_json` (package data).
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schemas" / "advise.schema.json"
+SCHEMA_FILE = schema_file(ADVISE_SCHEMA)
 #: The busiest a replica may run: a step's time over the time between its batches.
 MAX_BUSY = 0.8
 #: The serving model in words (``crossover advise --help``, the README, the JSON's ``serving_model``).

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from ..errors import AnalysisError
+from ..jsonable import schema_tag
 from ..results.statistics import DEFAULT_STATISTIC
 from .reference_study import N_BOOT
 
@@ -24,9 +25,9 @@ __all__ = ["Decision", "decide", "cheapest_per_batch", "fit_for_decision", "nois
 
 #: The layout of ``crossover predict --json`` for the toy; the version goes up when a key changes
 #: meaning or goes away.
-PREDICT_SCHEMA = {"name": "crossover.predict", "version": 1}
+PREDICT_SCHEMA = schema_tag("predict", 1)
 #: The layout of ``crossover predict --model --json``.
-PREDICT_MODEL_SCHEMA = {"name": "crossover.predict_model", "version": 1}
+PREDICT_MODEL_SCHEMA = schema_tag("predict_model", 1)
 #: A winner is "too close to call" unless it wins in at least this share of bootstrap resamples.
 DECISIVE_SHARE = 0.9
 

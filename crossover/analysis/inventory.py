@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..jsonable import schema_tag
+
 __all__ = ["inventory", "INVENTORY_SCHEMA"]
 
 #: The layout of ``crossover list --json``.
-INVENTORY_SCHEMA = {"name": "crossover.list", "version": 1}
+INVENTORY_SCHEMA = schema_tag("list", 1)
 
 
 def inventory(results: Optional[Sequence] = None, profiles: Optional[Sequence] = None) -> dict:

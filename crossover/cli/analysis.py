@@ -3,7 +3,7 @@
 Both read a results directory (by default the reference data shipped in ``experiments/results``),
 fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
 ``--json``: one object whose ``schema`` (:data:`FIT_SCHEMA`, :data:`PREDICT_SCHEMA`) names its layout
-and version (the README's "JSON output of fit and predict"). Progress goes to stderr (a bar on a
+and version (the README's "JSON output"). Progress goes to stderr (a bar on a
 terminal, or anywhere with ``--progress``), never into the JSON. Errors are
 :class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
 """
@@ -21,11 +21,12 @@ from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_range, format_seconds
 from ..analysis.reference_study import N_BOOT
 from ..analysis.decision import PREDICT_SCHEMA
+from ..jsonable import schema_tag
 
 __all__ = ["add_fit", "add_predict", "FIT_SCHEMA", "PREDICT_SCHEMA"]
 
 #: The layout of ``crossover fit --json``; the version goes up when a key changes meaning or goes away.
-FIT_SCHEMA = {"name": "crossover.fit", "version": 1}
+FIT_SCHEMA = schema_tag("fit", 1)
 
 def _common(p) -> None:
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",

@@ -114,9 +114,14 @@ def comma_list(text: Optional[str]) -> Optional[tuple]:
 
 
 # ------------------------------------------------------------------------------------ JSON output
-def print_json(data) -> None:
+def print_json(data, schema: Optional[dict] = None) -> None:
     """Print ``data`` as indented JSON (:func:`crossover.jsonable.to_jsonable`: NaN and infinities
-    become null, numpy scalars numbers, anything else its ``str``)."""
-    from ..jsonable import to_jsonable
+    become null, numpy scalars numbers, anything else its ``str``): every ``--json`` output goes through
+    here, so every one carries its ``schema`` (:func:`crossover.jsonable.schema_tag`), ``schema`` stamped
+    first where given, else already in ``data`` (an output without it is an internal error)."""
+    from ..jsonable import check_stamp, stamped, to_jsonable
 
+    if schema is not None:
+        data = stamped(schema, data)
+    check_stamp(data)
     print(json.dumps(to_jsonable(data), indent=2))

@@ -6,8 +6,12 @@ import sys
 from pathlib import Path
 
 from .args import positive_float, positive_int, print_json
+from ..jsonable import schema_tag
 
-__all__ = ["add_compare"]
+__all__ = ["add_compare", "COMPARE_SCHEMA"]
+
+#: The layout of ``crossover compare --json``.
+COMPARE_SCHEMA = schema_tag("compare", 1)
 
 from .args import EXIT_REGRESSION as EXIT_SLOWER  # noqa: E402 - exit status of --fail-above on a slowdown
 
@@ -53,9 +57,9 @@ def _cmd_compare(args) -> int:
     summary = summarise(table)
     failed = args.fail_above is not None and summary.worst_slowdown * 100 > args.fail_above
     if args.json:
-        print_json({"schema": "crossover-compare", "schema_version": 1, "a": str(args.a), "b": str(args.b),
+        print_json({"a": str(args.a), "b": str(args.b),
                     "statistic": args.statistic, "summary": summary.to_dict(), "points": table.to_dict("records"),
-                    "failed": failed})
+                    "failed": failed}, COMPARE_SCHEMA)
     else:
         shown = table.assign(
             A=[format_seconds(v) for v in table["a_s"]], B=[format_seconds(v) for v in table["b_s"]],

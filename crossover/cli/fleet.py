@@ -12,9 +12,15 @@ import sys
 from pathlib import Path
 
 from .args import UsageError, comma_list, non_negative_int, positive_int, positive_int_list, print_json
+from ..jsonable import schema_tag
 from ..units import format_seconds
 
-__all__ = ["add_fleet"]
+__all__ = ["add_fleet", "FLEET_STATUS_SCHEMA", "FLEET_COMPARE_SCHEMA", "FLEET_COST_SCHEMA"]
+
+#: The layouts of ``crossover fleet status --json``, ``fleet compare --json`` and ``fleet cost --json``.
+FLEET_STATUS_SCHEMA = schema_tag("fleet_status", 1)
+FLEET_COMPARE_SCHEMA = schema_tag("fleet_compare", 1)
+FLEET_COST_SCHEMA = schema_tag("fleet_cost", 1)
 
 
 def add_fleet(sub) -> None:
@@ -130,8 +136,8 @@ def _cmd_status(args) -> int:
     fleet = read_fleet(args.dir)
     rows = fleet_status(args.dir)
     if args.json:
-        print_json({"schema": "crossover-fleet-status", "schema_version": 1, "fleet": str(args.dir),
-                    "executor": fleet["executor"], "suite": fleet["suite_name"], "jobs": rows})
+        print_json({"fleet": str(args.dir), "executor": fleet["executor"], "suite": fleet["suite_name"], "jobs": rows},
+                   FLEET_STATUS_SCHEMA)
         return 0
     print(f"fleet {args.dir}: suite {fleet['suite_name']}, {fleet['executor']} executor, plan {fleet['plan']}, "
           f"{len(rows)} jobs")
@@ -170,8 +176,9 @@ def _cmd_compare(args) -> int:
 
     table = compare_fleet_nodes(args.dir, statistic=args.statistic, n_boot=args.n_boot)
     if args.json:
-        print_json({"schema": "crossover-fleet-compare", "schema_version": 1, "statistic": args.statistic,
-                    "points": table.to_dict("records")})
+        print_json({"dirs": [str(d) for d in args.dir], "statistic": args.statistic,
+                    "points": table.to_dict("records")},
+                   FLEET_COMPARE_SCHEMA)
         return 0
     if table.empty:
         print("no machine kind has two nodes with a point in common: nothing to compare")
@@ -219,8 +226,8 @@ def _cmd_cost(args) -> int:
     for warning in warnings:
         print(f"crossover: warning: {warning}", file=sys.stderr)
     if args.json:
-        print_json({"schema": "crossover-fleet-cost", "schema_version": 1, "d_model": args.d_model,
-                    "n_layers": args.n_layers, "prices": prices, "rows": table.to_dict("records")})
+        print_json({"fleet": str(args.dir), "d_model": args.d_model, "n_layers": args.n_layers, "prices": prices,
+                    "rows": table.to_dict("records")}, FLEET_COST_SCHEMA)
         return 0
     print(f"d_model={args.d_model} n_layers={args.n_layers}: latency per batch and USD per million samples")
     for batch, rows in table.groupby("batch_size", sort=True):

@@ -12,12 +12,19 @@ import sys
 from pathlib import Path
 
 from ..axes import DEFAULT_ROUNDS
+from ..jsonable import schema_tag
 from ..units import format_quantity, format_range, format_seconds
 from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
                    positive_int_list, print_json)
 from .user_model import add_model_options, batch_sizes, cmd_measure_model
 
-__all__ = ["add_measure", "add_sweep", "add_noise", "add_env"]
+__all__ = ["add_measure", "add_sweep", "add_noise", "add_env", "MEASURE_SCHEMA", "NOISE_SCHEMA", "ENV_SCHEMA"]
+
+#: The layouts of ``crossover measure --json`` (the toy; ``--model``: :data:`MEASURE_MODEL_SCHEMA`),
+#: ``noise --json`` and ``env --json``.
+MEASURE_SCHEMA = schema_tag("measure", 1)
+NOISE_SCHEMA = schema_tag("noise", 1)
+ENV_SCHEMA = schema_tag("env", 1)
 
 
 # --------------------------------------------------------------------------------------- measure
@@ -106,7 +113,7 @@ def _cmd_measure(args) -> int:
     if args.raw:
         summary["raw_times_s"] = list(result.timing.raw_times_s)
     if args.json:
-        print_json(summary)
+        print_json(summary, MEASURE_SCHEMA)
         return 0
     low, high = result.timing.median_ci_s
     print(f"{config.device} ({summary['device_name']}), {summary['threads']} threads")
@@ -300,7 +307,8 @@ def _cmd_noise(args) -> int:
         path = write_noise(args.out, deviations, protocol=protocol, windows=args.windows, machine=machine_label())
     if args.json:
         print_json({"protocol": protocol.name, "windows": args.windows, "rounds": protocol.rounds,
-                     "summary": summary, "sizes": deviations.to_dict("records")})
+                    "summary": summary, "sizes": deviations.to_dict("records"),
+                    "out": str(path) if args.out else None}, NOISE_SCHEMA)
         return 0
     print(f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}, "
           f"each window over about {span_s:.0f} s):" if span_s else
@@ -354,7 +362,7 @@ def _cmd_env(args) -> int:
 
     env = environment(full=args.full)
     if args.json:
-        print_json(env)
+        print_json(env, ENV_SCHEMA)
     else:
         print("\n".join(_env_lines(env)))
     return 0

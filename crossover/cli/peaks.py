@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .args import UsageError, comma_list, print_json
+from ..jsonable import schema_tag
 from ..units import format_quantity, format_seconds
 
-__all__ = ["add_peaks"]
+__all__ = ["add_peaks", "PEAKS_SCHEMA"]
+
+#: The layout of ``crossover peaks --json``.
+PEAKS_SCHEMA = schema_tag("peaks", 1)
 
 
 def add_peaks(sub) -> None:
@@ -60,7 +64,7 @@ def _cmd_peaks(args) -> int:
         write_peaks(args.out, machine, {**stored, **peaks})
     if args.json:
         print_json({"machine": machine, "peaks": peaks,
-                    "out": None if args.out is None else str(args.out)})
+                    "out": None if args.out is None else str(args.out)}, PEAKS_SCHEMA)
         return 0
     for device, p in peaks.items():
         print(f"{device} ({p['threads']} threads): streaming {format_quantity(p['dram_bytes_per_s'], 'B/s')}, "

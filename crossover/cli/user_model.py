@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..jsonable import schema_tag
 from ..units import format_quantity, format_seconds
 from .args import UsageError, non_negative_int, positive_int, print_json
 
 __all__ = ["add_model_options", "add_calibrate", "cmd_measure_model", "cmd_predict_model", "batch_sizes",
            "MEASURE_MODEL_SCHEMA"]
 
-MEASURE_MODEL_SCHEMA = {"name": "crossover.measure_model", "version": 1}
+#: The layout of ``crossover measure --model --json``.
+MEASURE_MODEL_SCHEMA = schema_tag("measure_model", 1)
 
 
 def add_model_options(p) -> None:

@@ -52,12 +52,14 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ResultsError
+from ..jsonable import schema_tag
 
 __all__ = ["Curve", "Grid", "Profile", "PROFILE_SCHEMA", "PROFILE_NAME", "CALIBRATION_CSV", "OVERHEADS",
            "load_profile", "load_profiles", "write_profile", "shipped_profile_files", "synthetic_profile",
            "isotonic", "BYTES_FAMILIES", "FLOPS_FAMILIES"]
 
-PROFILE_SCHEMA = {"name": "crossover.profile", "version": 1}
+#: The layout of profile.json and of ``crossover calibrate --json``.
+PROFILE_SCHEMA = schema_tag("profile", 1)
 PROFILE_NAME = "profile.json"
 CALIBRATION_CSV = "calibration.csv.gz"
 #: The overheads every profile has (0 where a profile lacks one).
