@@ -309,15 +309,10 @@ def _overheads(t: Callable[[str], float]) -> dict:
         fresh = (t("fresh_fill") - t("reuse_fill")) / FRESH_PROBE_BYTES
     except ValueError:
         fresh = 0.0
-    try:  # what a parallel op pays after a serial stretch, beyond both (recorded; no prediction uses it yet)
-        wake = {"wake_s": t("wake") - t("serial_gap") - t("parallel_add")}
-    except ValueError:  # a GPU's calibration, or one from before the probe
-        wake = {}
     values = dict(dispatch_s=t("dispatch"), view_s=t("view"), module_call_s=t("module_call"), fresh_byte_s=fresh,
                   grad_record_s=grad - mul, backward_op_s=slope - mul,
                   backward_call_s=backward[0] - n1 * slope - 2 * mul,  # less the sum and its ones_like
-                  optimizer_param_s=sgd_slope - t("dispatch"), optimizer_step_s=t(f"sgd/{p1}") - p1 * sgd_slope,
-                  **wake)
+                  optimizer_param_s=sgd_slope - t("dispatch"), optimizer_step_s=t(f"sgd/{p1}") - p1 * sgd_slope)
     return {k: max(float(v), 0.0) for k, v in values.items()}
 
 

@@ -27,15 +27,11 @@ from ..measurement.timer import TimerOptions
 from .layer_primitives import LAYER_FAMILIES, layer_step
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
-           "reference_point", "CHAIN_LENGTHS", "WAKE_GAP_OPS", "WAKE_ELEMENTS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes",
+           "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes",
            "REFERENCE_MODELS", "reference_model"]
 
 #: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
 CHAIN_LENGTHS = (1, 17)
-#: The thread wake-up probe (CPU): this many one-element additions (serial: below ATen's grain size, the
-#: calling thread alone, ~1.5 µs each) leave the pool's other threads idle long enough to sleep, then
-#: one addition of WAKE_ELEMENTS (parallel) wakes them.
-WAKE_GAP_OPS, WAKE_ELEMENTS = 200, 2**20
 SGD_PARAMS = (1, 16)
 #: The convolution primitives: as PyTorch picks the kernel (oneDNN wherever its rule allows), and with
 #: oneDNN switched off (the native im2col + GEMM path PyTorch takes for a single small image with a
@@ -217,8 +213,6 @@ def points(plan: Plan, device: str = "cpu") -> list:
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
     out += [Point("overhead", f"chain_{mode}", n=n) for mode in ("nograd", "grad", "train") for n in CHAIN_LENGTHS]
     out += [Point("overhead", "sgd", n=p) for p in SGD_PARAMS]
-    if device == "cpu":  # intra-op threads woken after a serial stretch (recorded: wake_s)
-        out += [Point("overhead", name) for name in ("serial_gap", "parallel_add", "wake")]
     if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none)
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
@@ -294,21 +288,6 @@ def _overhead_step(point: Point, device: str) -> Callable[[], object]:
             torch.cuda.synchronize()
 
         return launch_sync
-    if point.name in ("serial_gap", "parallel_add", "wake"):
-        tiny = torch.ones(1, device=device)
-        big_a, big_b = torch.randn(WAKE_ELEMENTS, device=device), torch.randn(WAKE_ELEMENTS, device=device)
-
-        def serial_gap():
-            y = tiny
-            for _ in range(WAKE_GAP_OPS):
-                y = y + tiny
-            return y
-
-        def wake():
-            serial_gap()
-            return torch.add(big_a, big_b)
-
-        return {"serial_gap": serial_gap, "parallel_add": lambda: torch.add(big_a, big_b), "wake": wake}[point.name]
     if point.name in ("fresh_fill", "reuse_fill"):
         n = int(point.x) // 4
         if point.name == "fresh_fill":
