@@ -120,3 +120,16 @@ def test_measure_model_mnist_mlp(cli_in_process, workload):
         assert point["device"] == "cpu" and 0 < point["latency_s"] <= point["median_s"]
         # two rounds of at least the timer's minimum of repeats each (a loaded machine gets no more)
         assert point["n_repeats"] >= 2 * ROUND_OPTIONS.min_repeats
+
+
+@pytest.mark.parametrize("option, value", [("--mode", "compile"), ("--statistic", "median"), ("--along", "d_model"),
+                                           ("--n-layers", "4"), ("--n-boot", "7")])
+def test_predict_model_refuses_the_toys_options(cli_in_process, profile_dir, option, value):
+    """Options that choose the toy's series and fits do not apply to your own model: one line, exit 2
+    (they used to be ignored silently); the defaults themselves pass."""
+    result = cli_in_process("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1",
+                            "--profiles", profile_dir, option, value)
+    assert_clean_error(result, option, "does not apply with --model")
+    ok = cli_in_process("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1",
+                        "--profiles", profile_dir, "--mode", "eager")
+    assert ok.returncode == 0, ok.stderr

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
-                   print_json)
+                   print_json, refuse_unused, remember_parser)
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
 from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_range, format_seconds
@@ -264,10 +264,17 @@ def add_predict(sub) -> None:
     add_model_options(p)
     add_predict_model_options(p)
     p.set_defaults(func=_cmd_predict)
+    remember_parser(p)
+
+
+#: predict's options that shape the toy model's answer only (its series, fits and axis).
+TOY_ONLY = ("d_model", "n_layers", "mode", "dtype", "regime", "transfer", "along", "machine", "models", "n_boot",
+            "bootstrap", "statistic", "drop_drifted")
 
 
 def _cmd_predict(args) -> int:
     if args.model:
+        refuse_unused(args, TOY_ONLY, "with --model (they choose the toy model's series and fits)")
         return cmd_predict_model(args)
     if args.d_model is None or args.n_layers is None:
         raise UsageError("predict needs --d-model and --n-layers (the toy model), or --model FILE.py:FACTORY "

@@ -24,6 +24,8 @@ __all__ = [
     "EXIT_CODES_TEXT",
     "Parser",
     "UsageError",
+    "refuse_unused",
+    "remember_parser",
     "comma_list",
     "non_negative_float",
     "non_negative_int",
@@ -100,6 +102,24 @@ def positive_float(text: str) -> float:
 def non_negative_float(text: str) -> float:
     """A finite number of 0 or more (a pause, a span)."""
     return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a non-negative number")
+
+
+def refuse_unused(args, names, why: str) -> None:
+    """Exit 2 with one line naming the options of ``names`` (argparse dests) given a value other than
+    their default, which do not apply here (``why``: e.g. "with --model"). The defaults are the parser's
+    (``args._parser``, set by :func:`remember_parser`)."""
+    parser = getattr(args, "_parser", None)
+    if parser is None:
+        return
+    given = [name for name in names if getattr(args, name, None) != parser.get_default(name)]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise UsageError(f"{flags} {'does' if len(given) == 1 else 'do'} not apply {why}")
+
+
+def remember_parser(parser) -> None:
+    """Let a command's handler read its parser's defaults (:func:`refuse_unused`)."""
+    parser.set_defaults(_parser=parser)
 
 
 def comma_list(text: Optional[str]) -> Optional[tuple]:
