@@ -538,3 +538,45 @@ def test_the_prediction_interval_spans_sizes_and_interior_axis_values_left_out()
     low, high = fit.prediction_interval_s(200, 40, 12)
     spread = np.exp(np.percentile(fit.cv_log_errors, [2.5, 97.5]))
     assert (low, high) == pytest.approx(tuple(float(fit.latency_s(200, 40, 12)) * spread))
+
+
+def _in_rounds(frame, factors, noise=0.005, repeats=5, seed=0):
+    """``frame`` measured in rounds: round r slows every point by ``factors[r]`` (a shared machine's slow
+    spell), with ``noise`` between repeats; each point's latency is the median of its rounds' medians."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _, row in frame.iterrows():
+        rounds = tuple((r, tuple(row["median_s"] * f * np.exp(noise * rng.standard_normal(repeats))))
+                       for r, f in enumerate(factors))
+        medians = [np.median(times) for _, times in rounds]
+        rows.append(dict(row, round_raw_s=rounds, raw_times_s=tuple(v for _, t in rounds for v in t),
+                         median_s=float(np.median(medians))))
+    return pd.DataFrame(rows)
+
+
+def test_round_bootstrap_covers_a_slow_spell_that_moves_every_point():
+    """A slow round moves every point together: the residuals barely see it (the fit absorbs a common
+    shift), resampling whole rounds does; a series of one round cannot be resampled so."""
+    truth = dict(step_s=50e-6, flops_per_s=100e9)
+    frame = _in_rounds(synthetic("affine", truth, noise=0.0, seed=3), factors=(1.0, 1.0, 1.6, 1.0, 1.3, 1.0))
+    fits = {b: fit_median(frame, ["affine"], axes=(), n_boot=150, seed=1, bootstrap=b).parameters().set_index("param")
+            for b in ("residuals", "rounds")}
+    for name in ("step_s", "flops_per_s"):
+        width = {b: np.log(t.loc[name, "high"] / t.loc[name, "low"]) for b, t in fits.items()}
+        assert width["rounds"] > 3 * width["residuals"], width
+    one = _in_rounds(synthetic("affine", truth, noise=0.0, seed=3), factors=(1.0,))
+    with pytest.raises(A.AnalysisError, match="two or more rounds"):
+        fit_median(one, ["affine"], axes=(), n_boot=5, bootstrap="rounds", cache=False)
+    with pytest.raises(A.AnalysisError, match="each point's rounds"):
+        fit_median(synthetic("affine", truth, seed=3), ["affine"], axes=(), n_boot=5, bootstrap="rounds", cache=False)
+
+
+def test_loaded_results_keep_each_points_rounds(results_dir):
+    """``load_results(raw=True)`` keeps every point's repeats by round (what the rounds bootstrap draws);
+    without ``raw`` they are dropped with the pooled repeats."""
+    from crossover.results.store import load_results
+
+    raw = load_results(results_dir, raw=True)
+    assert "round_raw_s" in raw and "round_raw_s" not in load_results(results_dir)
+    for pairs, pooled, rounds in zip(raw["round_raw_s"], raw["raw_times_s"], raw["n_rounds"]):
+        assert len(pairs) == rounds and sorted(v for _, t in pairs for v in t) == sorted(pooled)

@@ -17,6 +17,7 @@ from pathlib import Path
 from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
                    print_json, refuse_unused, remember_parser)
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
+from ..fit.bootstrap import BOOTSTRAPS
 from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_range, format_seconds
 from ..analysis.reference_study import N_BOOT
@@ -38,10 +39,12 @@ def _common(p) -> None:
     p.add_argument("--n-boot", type=non_negative_int, default=N_BOOT,
                    help=f"bootstrap resamples for intervals (default {N_BOOT}, as the figures and the paper)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap", choices=("residuals", "repeats"), default="residuals",
+    p.add_argument("--bootstrap", choices=BOOTSTRAPS, default="residuals",
                    help="what the bootstrap resamples: the fit's residuals across points (default; "
-                        "covers drift between rounds and model misfit) or each point's raw repeats "
-                        "(only the noise within one measurement, much narrower)")
+                        "covers model misfit, treats each point's drift as independent), each point's raw "
+                        "repeats (only the noise within one measurement, much narrower), or whole rounds "
+                        "(a slow spell moves every point of a round together: wider, for runs of several "
+                        "rounds)")
     p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
                    help=f"each point's latency: the 10th percentile of its repeats pooled over rounds "
                         f"(the step on a quiet machine, which reproduced best between runs on a shared VM; "

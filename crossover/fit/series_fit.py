@@ -14,7 +14,12 @@ replacement from all points' residuals, and the model refitted). The residuals h
 model does not explain: drift between runs and rounds on a shared machine as well as misfit, which
 on real machines is far larger than the noise within one measurement. ``bootstrap="repeats"``
 resamples each point's raw repeats instead (the statistic retaken, model refitted): intervals that
-reflect only the noise within a run, and are much narrower. The cross-validation error remains the
+reflect only the noise within a run, and are much narrower. ``bootstrap="rounds"`` resamples whole
+rounds (:func:`crossover.fit.bootstrap.round_draws`): a shared machine's slow spell moves every point
+of a round together, which the residuals' bootstrap treats as independent moves. On the three shipped
+paired runs (the H200's two, the H100's) the fitted crossover at d_model=128, n_layers=128 holds the
+paired rounds' median in 6 of 6 (run × statistic p10/median) with it, 3 of 6 with the residuals'. The
+cross-validation error remains the
 honest measure of how far a prediction for an unmeasured size may be off. A parameter the data do
 not pin down is marked (``identified`` in :meth:`SeriesFit.parameters`).
 
@@ -39,7 +44,7 @@ from ..errors import AnalysisError
 from .latency_models import (AXES, CALIBRATED_MODELS, MODELS, PARAMS, default_models, evaluate, features,
                              fit_parameters, model_parameters, upper_bounds)
 from .latency_models import initial_guesses  # how many starts a fit tries: its cost, for the ETA
-from .bootstrap import bootstrap_draws
+from .bootstrap import BOOTSTRAPS, bootstrap_draws
 from ..results.statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
                          held_out_predictions, heldout_predictions, interior_log_errors,
@@ -104,6 +109,9 @@ def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
             row["latency_s"] = float(group["latency_s"].median())
             if "raw_times_s" in group:
                 row["raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
+            if "round_raw_s" in group:  # a round's repeats of both sweeps belong to that round
+                row["round_raw_s"] = tuple(pair for pairs in group["round_raw_s"] if isinstance(pairs, tuple)
+                                           for pair in pairs)
             if "latency_deviation" in group:
                 row["latency_deviation"] = float(group["latency_deviation"].mean())
         rows.append(row)
@@ -130,7 +138,7 @@ class SeriesFit:
     points: pd.DataFrame  # d_model, n_layers, batch_size, latency_s (of `statistic`) of the fitted points
     cv: pd.DataFrame = field(default_factory=pd.DataFrame)  # accuracy per (model, axis)
     cv_log_errors: np.ndarray = field(default_factory=lambda: np.empty(0))  # log(measured / predicted), left out
-    bootstrap: str = "residuals"  # what the draws resampled: "residuals" or "repeats"
+    bootstrap: str = "residuals"  # what the draws resampled: "residuals", "repeats" or "rounds"
     noise_floor_pct: float = np.nan  # mean |one round / combined value - 1| (%), points with >= 2 rounds
     noise_floor_points: int = 0  # how many points that mean is over
     statistic: str = DEFAULT_STATISTIC  # what each point's latency is (see crossover.results.statistics)
@@ -246,9 +254,10 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         single candidate, CV is still computed for the report; ``axes=()`` skips it).
     n_boot : int
         Bootstrap resamples (0: no intervals).
-    bootstrap : {"residuals", "repeats"}
+    bootstrap : {"residuals", "repeats", "rounds"}
         What is resampled: the fit's log residuals across points (default; covers drift between
-        rounds and model misfit) or each point's raw repeats (only the noise within a measurement).
+        rounds and model misfit), each point's raw repeats (only the noise within a measurement), or
+        whole rounds (rows need ``round_raw_s``: ``load_results(..., raw=True)``).
     level : float
         Confidence level of the percentile intervals.
     seed : optional
@@ -304,8 +313,8 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         raise AnalysisError(f"no candidate models; expected some of {list(MODELS)}")
     for m in models:
         model_parameters(m)
-    if bootstrap not in ("residuals", "repeats"):
-        raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected 'residuals' or 'repeats'")
+    if bootstrap not in BOOTSTRAPS:
+        raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected one of {', '.join(BOOTSTRAPS)}")
     label = label or f"{keys['machine']}/{keys['device']}"
     seed = series_seed(label) if seed is None else seed
     options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,

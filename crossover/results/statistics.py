@@ -178,7 +178,7 @@ _ROUND_MEDIAN_COLUMNS = (
 )
 #: The columns :func:`combine_rounds_of` adds.
 _ADDED_COLUMNS = ("n_rounds", "round_spread", "round_deviation", "p10_s", "p10_round_deviation",
-                  "min_round_deviation")
+                  "min_round_deviation", "round_raw_s")
 
 
 def combine_rounds_of(frame: pd.DataFrame) -> pd.DataFrame:
@@ -266,6 +266,10 @@ def _combined_rows(ok: pd.DataFrame) -> pd.DataFrame:
     for group, times in zip(ok["_group"].to_numpy(), ok["raw_times_s"]):
         raw.setdefault(group, []).append(times)
     out["raw_times_s"] = pd.Series({g: tuple(v for t in rounds for v in t) for g, rounds in raw.items()})
+    by_round = {}  # each round's repeats, by round: what a bootstrap over rounds resamples
+    for group, round_, times in zip(ok["_group"].to_numpy(), ok["round"].to_numpy(), ok["raw_times_s"]):
+        by_round.setdefault(group, []).append((int(round_), tuple(times)))
+    out["round_raw_s"] = pd.Series({g: tuple(pairs) for g, pairs in by_round.items()})
     quiet = {g: _quiet_latency(rounds, out.at[g, "median_s"]) for g, rounds in raw.items()}
     out["p10_s"] = pd.Series({g: q[0] for g, q in quiet.items()})
     out["p10_round_deviation"] = pd.Series({g: q[1] for g, q in quiet.items()})

@@ -462,7 +462,7 @@ def load_results(
     if combine_rounds:
         frame = combine_rounds_of(frame)
     if not raw:
-        frame = frame.drop(columns=["raw_times_s"])
+        frame = frame.drop(columns=["raw_times_s", "round_raw_s"], errors="ignore")
     return frame
 
 
