@@ -10,7 +10,8 @@ import pytest
 from crossover.measurement.machine_load import LoadReport
 from crossover.errors import BusyMachineError
 from crossover.measurement.toy_step import Config, Measurement, measure
-from crossover.results.store import ResultsError, attach_references, load_metadata, load_results
+from crossover.results.statistics import attach_references
+from crossover.results.store import ResultsError, load_metadata, load_results
 from crossover.measurement.suites import PlannedPoint, parse_suite
 from crossover.measurement.sweep import plan_rounds, run_suite
 from crossover.measurement.timer import Timing

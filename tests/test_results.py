@@ -122,3 +122,33 @@ def test_unknown_column_in_a_row_is_refused(tmp_path):
     with pytest.raises(ResultsError, match="unknown"):
         writer.append({**row(), "colour": "red"})
     assert len(COLUMNS) == len(set(COLUMNS))
+
+
+def test_loaded_results_come_back_from_the_disk_cache_until_a_file_changes(tmp_path, monkeypatch):
+    """A second load of the same files with the same options reads the cache (nothing parsed); a
+    changed file, other options or CROSSOVER_NO_CACHE load afresh."""
+    import os
+    import shutil
+
+    from conftest import ROOT
+    from crossover.results import store
+
+    results_dir = ROOT / "experiments" / "results" / "nvidia-h100-80gb-hbm3-16c" / "gpu-paired"
+    monkeypatch.setenv("CROSSOVER_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(results_dir, run)
+    first = store.load_results(run, raw=True)
+    calls = []
+    real = store._load_results
+    monkeypatch.setattr(store, "_load_results", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = store.load_results(run, raw=True)
+    assert not calls and again.equals(first)
+    store.load_results(run)  # other options: loaded afresh
+    assert len(calls) == 1
+    csv = next(run.rglob("results.csv"))
+    os.utime(csv, ns=(csv.stat().st_atime_ns, csv.stat().st_mtime_ns + 10**9))
+    store.load_results(run, raw=True)
+    assert len(calls) == 2
+    monkeypatch.setenv("CROSSOVER_NO_CACHE", "1")
+    store.load_results(run, raw=True)
+    assert len(calls) == 3

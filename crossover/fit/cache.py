@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pickle
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import pandas as pd
+
+from ..results.disk_cache import cache_dir, enabled, read_pickle, write_pickle
 
 __all__ = ["cache_dir", "enabled", "key_of", "code_digest", "load", "store", "clear"]
 
@@ -35,21 +34,8 @@ CACHE_VERSION = 1
 #: Modules whose source decides a fit's result: a change to any of them invalidates every key.
 _FITTING_MODULES = ("fit/series_fit", "fit/latency_models", "fit/validation", "fit/bootstrap",
                     "fit/calibrated_model", "results/statistics", "measurement/toy_model", "axes",
-                    "opcost/module_predict", "opcost/op_costs", "opcost/trace", "opcost/profiles")
-
-
-def cache_dir() -> Path:
-    """Where fits are stored: ``$CROSSOVER_CACHE_DIR`` or ``~/.cache/crossover/fits``."""
-    configured = os.environ.get("CROSSOVER_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "crossover" / "fits"
-
-
-def enabled() -> bool:
-    """False when ``CROSSOVER_NO_CACHE`` is set to anything but ``""``/``0``."""
-    return os.environ.get("CROSSOVER_NO_CACHE", "") in ("", "0")
+                    "opcost/module_predict", "opcost/op_costs", "opcost/gpu_ops", "opcost/layer_primitives",
+                    "opcost/trace", "opcost/profiles")
 
 
 @lru_cache(maxsize=1)
@@ -83,24 +69,12 @@ def key_of(frame: pd.DataFrame, series_key: dict, options: dict) -> str:
 
 def load(key: str) -> Optional[object]:
     """The fit stored under ``key``, or None (absent or unreadable)."""
-    path = cache_dir() / f"{key}.pkl"
-    try:
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        return None
+    return read_pickle(cache_dir() / f"{key}.pkl")
 
 
 def store(key: str, fit: object) -> None:
     """Store ``fit`` under ``key`` (atomically; a cache that cannot be written is skipped)."""
-    directory = cache_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=directory, delete=False, suffix=".tmp") as handle:
-            pickle.dump(fit, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, directory / f"{key}.pkl")
-    except OSError:
-        pass
+    write_pickle(cache_dir() / f"{key}.pkl", fit)
 
 
 def clear() -> int:

@@ -5,7 +5,7 @@ A suite measures a drift reference per device (the anchor size) at the start of 
 every few points (see :func:`crossover.measurement.sweep.plan_rounds`); nothing about that point changes within
 a run but the machine. Its readings, divided by the run's quiet level (their 10th percentile), show
 when the machine was slow and by how much: the rows measured then are flagged ``drifted``
-(:func:`crossover.results.store.attach_references`) and can be left out of fits (``--drop-drifted``).
+(:func:`crossover.results.statistics.attach_references`) and can be left out of fits (``--drop-drifted``).
 """
 
 from __future__ import annotations

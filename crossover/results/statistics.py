@@ -40,7 +40,7 @@ from ..errors import AnalysisError
 if TYPE_CHECKING:  # numpy and pandas load on use: the CLI reads the table while building --help
     import pandas as pd
 
-__all__ = ["Statistic", "STATISTICS", "DEFAULT_STATISTIC", "QUIET_QUANTILE", "DRIFT_LIMIT", "quiet_level",
+__all__ = ["attach_references", "Statistic", "STATISTICS", "DEFAULT_STATISTIC", "QUIET_QUANTILE", "DRIFT_LIMIT", "quiet_level",
            "drift_ratio", "is_drifted", "statistic_named",
            "with_latency", "combine_rounds_of"]
 
@@ -301,3 +301,39 @@ def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
     per_round = np.array([np.quantile(times, QUIET_QUANTILE) for times in rounds_raw if len(times)])
     deviation = float(np.mean(np.abs(per_round / quiet - 1))) if len(per_round) > 1 else np.nan
     return quiet, deviation
+
+
+def attach_references(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add each row's drift-reference reading to a frame of per-round rows.
+
+    A run that measures a reference point per device (``sweep == "reference"``) at the start of
+    every round tracks the machine's state through the run. Each row gets ``reference_s``, the
+    median of the latest reference measurement of its device before it (same results directory and
+    machine; rows in measuring order, by timestamp, then run and ``sequence``), ``drift``: that
+    reading over the run's quiet level (the 10th percentile of all its readings of that device), and
+    ``drifted``: ``drift > DRIFT_LIMIT``. Rows without a reference before them (older runs) get NaN
+    and ``drifted`` False.
+    """
+    import numpy as np
+
+    frame = frame.copy()
+    frame["reference_s"] = np.nan
+    frame["drift"] = np.nan
+    frame["drifted"] = False
+    if frame.empty:
+        return frame
+    is_ref = (frame["sweep"] == REFERENCE_SWEEP) & (frame["status"] == "ok")
+    if not is_ref.any():
+        return frame
+    order = frame.assign(_seq=frame["sequence"].astype("Float64").fillna(-1.0))
+    order = order.sort_values(["timestamp_utc", "run_id", "_seq"], kind="stable")
+    for _, group in order.groupby(["results_dir", "machine", "device"], sort=False, dropna=False):
+        readings = group["median_s"].where(is_ref.loc[group.index])
+        if readings.notna().sum() == 0:
+            continue
+        floor = quiet_level(readings.dropna())
+        latest = readings.ffill()
+        frame.loc[group.index, "reference_s"] = latest.to_numpy()
+        frame.loc[group.index, "drift"] = (latest / floor).to_numpy()
+    frame["drifted"] = is_drifted(frame["drift"])
+    return frame

@@ -30,13 +30,14 @@ Schema versions
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import warnings
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -44,8 +45,9 @@ import pandas as pd
 from .columns import (COLUMN_TYPES, COLUMNS, KEY_COLUMNS, REFERENCE_SWEEP, STATUSES, V1_COLUMNS,
                       WARNING_SEPARATOR, point_key)
 from ..errors import ResultsError
-from .statistics import combine_rounds_of, is_drifted, quiet_level
+from .statistics import attach_references, combine_rounds_of
 from .anchors import anchor_factors, put_on_anchor_scale
+from .disk_cache import cache_dir, enabled, read_pickle, source_digest, write_pickle
 
 __all__ = [
     "SCHEMA",
@@ -57,7 +59,6 @@ __all__ = [
     "load_results",
     "load_metadata",
     "combine_rounds_of",
-    "attach_references",
     "check_same_environment",
     "make_results_directory",
     "point_key",
@@ -345,40 +346,6 @@ def check_same_environment(directory: Union[str, Path], environment: dict) -> No
                 )
 
 
-def attach_references(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add each row's drift-reference reading to a frame of per-round rows.
-
-    A run that measures a reference point per device (``sweep == "reference"``) at the start of
-    every round tracks the machine's state through the run. Each row gets ``reference_s``, the
-    median of the latest reference measurement of its device before it (same results directory and
-    machine; rows in measuring order, by timestamp, then run and ``sequence``), ``drift``: that
-    reading over the run's quiet level (the 10th percentile of all its readings of that device), and
-    ``drifted``: ``drift > DRIFT_LIMIT``. Rows without a reference before them (older runs) get NaN
-    and ``drifted`` False.
-    """
-    frame = frame.copy()
-    frame["reference_s"] = np.nan
-    frame["drift"] = np.nan
-    frame["drifted"] = False
-    if frame.empty:
-        return frame
-    is_ref = (frame["sweep"] == REFERENCE_SWEEP) & (frame["status"] == "ok")
-    if not is_ref.any():
-        return frame
-    order = frame.assign(_seq=frame["sequence"].astype("Float64").fillna(-1.0))
-    order = order.sort_values(["timestamp_utc", "run_id", "_seq"], kind="stable")
-    for _, group in order.groupby(["results_dir", "machine", "device"], sort=False, dropna=False):
-        readings = group["median_s"].where(is_ref.loc[group.index])
-        if readings.notna().sum() == 0:
-            continue
-        floor = quiet_level(readings.dropna())
-        latest = readings.ffill()
-        frame.loc[group.index, "reference_s"] = latest.to_numpy()
-        frame.loc[group.index, "drift"] = (latest / floor).to_numpy()
-    frame["drifted"] = is_drifted(frame["drift"])
-    return frame
-
-
 def load_results(
     paths: Union[str, Path, Iterable[Union[str, Path]]],
     *,
@@ -428,8 +395,46 @@ def load_results(
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    paths = [Path(p) for p in paths]
+    options = dict(include_skipped=include_skipped, raw=raw, combine_rounds=combine_rounds,
+                   include_reference=include_reference, drop_drifted=drop_drifted, anchor_scale=anchor_scale)
+    key = _loaded_key(paths, options)
+    if key is not None:
+        cached = read_pickle(cache_dir() / "loaded" / f"{key}.pkl")
+        if cached is not None:
+            return cached
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = _load_results(paths, **options)
+    for warning in caught:  # said again to the caller; a load that warned is not kept
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if key is not None and not caught:
+        write_pickle(cache_dir() / "loaded" / f"{key}.pkl", frame)
+    return frame
+
+
+def _loaded_key(paths: list, options: dict) -> Optional[str]:
+    """The cache key of loading ``paths`` with ``options``: every file of every results directory
+    found (name, size, modification time), the options and the results package's source; None when
+    the cache is off or a path does not exist (the load then says so)."""
+    if not enabled() or not all(path.exists() for path in paths):
+        return None
+    digest = hashlib.sha256(f"{source_digest('results')}:{sorted(options.items())}".encode())
+    for path in paths:
+        for directory in _results_dirs(path):
+            digest.update(str(directory.resolve()).encode())
+            for file in sorted(directory.iterdir()):
+                if file.is_file():
+                    stat = file.stat()
+                    digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _load_results(paths: list, *, include_skipped: bool, raw: bool, combine_rounds: bool, include_reference: bool,
+                  drop_drifted: bool, anchor_scale: bool) -> pd.DataFrame:
+    """:func:`load_results` itself (parsing, combining), without the cache."""
     frames = []
-    for path in map(Path, paths):
+    for path in paths:
         if not path.exists():
             raise ResultsError(f"results path {path} does not exist")
         for directory in _results_dirs(path):
