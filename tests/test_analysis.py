@@ -580,3 +580,16 @@ def test_loaded_results_keep_each_points_rounds(results_dir):
     assert "round_raw_s" in raw and "round_raw_s" not in load_results(results_dir)
     for pairs, pooled, rounds in zip(raw["round_raw_s"], raw["raw_times_s"], raw["n_rounds"]):
         assert len(pairs) == rounds and sorted(v for _, t in pairs for v in t) == sorted(pooled)
+
+
+def test_auto_bootstrap_resamples_rounds_where_a_series_has_enough():
+    """The default resamples whole rounds in a series of MIN_BOOTSTRAP_ROUNDS rounds or more and the
+    residuals otherwise; the fit records which."""
+    from crossover.fit.bootstrap import MIN_BOOTSTRAP_ROUNDS
+
+    truth = dict(step_s=50e-6, flops_per_s=100e9)
+    many = _in_rounds(synthetic("affine", truth, noise=0.0, seed=4), factors=(1.0,) * MIN_BOOTSTRAP_ROUNDS)
+    few = _in_rounds(synthetic("affine", truth, noise=0.0, seed=4), factors=(1.0,) * (MIN_BOOTSTRAP_ROUNDS - 1))
+    assert fit_median(many, ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "rounds"
+    assert fit_median(few, ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "residuals"
+    assert fit_median(synthetic("affine", truth), ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "residuals"

@@ -97,7 +97,7 @@ def load_points(results, *, drop_drifted: bool = False, **filters):
 
 
 def fit_for_decision(frame, models: Optional[Sequence[str]] = None, *, n_boot: int = N_BOOT, seed: int = 0,
-                     bootstrap: str = "residuals", statistic: str = DEFAULT_STATISTIC,
+                     bootstrap: str = "auto", statistic: str = DEFAULT_STATISTIC,
                      progress: Optional[Callable] = None):
     """Fit every series of ``frame`` (see :func:`crossover.fit.all_series.fit_results`), after checking
     that every model named in ``models`` exists (None: each device's default candidates).
@@ -228,7 +228,7 @@ def decide(results=None, *, d_model: Optional[int] = None, n_layers: Optional[in
            workload: str = "forward", mode: str = "eager", dtype: str = "float32", regime: str = "latency",
            transfer: str = "device", along: str = "batch_size", machine: Optional[str] = None,
            models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT, seed: int = 0,
-           bootstrap: str = "residuals", statistic: str = DEFAULT_STATISTIC, drop_drifted: bool = False,
+           bootstrap: str = "auto", statistic: str = DEFAULT_STATISTIC, drop_drifted: bool = False,
            progress: Optional[Callable] = None, model=None, input_shape: Optional[Sequence[int]] = None,
            input_dtype=None, profiles=None, transfer_input: bool = False) -> Decision:
     """Which device is faster for this model and batch size, by how much, and where that flips.

@@ -17,7 +17,7 @@ from pathlib import Path
 from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
                    print_json, refuse_unused, remember_parser)
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
-from ..fit.bootstrap import BOOTSTRAPS
+from ..fit.bootstrap import BOOTSTRAPS, DEFAULT_BOOTSTRAP
 from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..units import format_range, format_seconds
 from ..analysis.reference_study import N_BOOT
@@ -39,12 +39,12 @@ def _common(p) -> None:
     p.add_argument("--n-boot", type=non_negative_int, default=N_BOOT,
                    help=f"bootstrap resamples for intervals (default {N_BOOT}, as the figures and the paper)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap", choices=BOOTSTRAPS, default="residuals",
-                   help="what the bootstrap resamples: the fit's residuals across points (default; "
-                        "covers model misfit, treats each point's drift as independent), each point's raw "
-                        "repeats (only the noise within one measurement, much narrower), or whole rounds "
-                        "(a slow spell moves every point of a round together: wider, for runs of several "
-                        "rounds)")
+    p.add_argument("--bootstrap", choices=BOOTSTRAPS, default=DEFAULT_BOOTSTRAP,
+                   help="what the bootstrap resamples: whole rounds (a slow spell moves every point of "
+                        "a round together), the fit's residuals across points (covers model misfit, treats "
+                        "each point's drift as independent), or each point's raw repeats (only the noise "
+                        "within one measurement, much narrower); default auto: rounds where a series was "
+                        "measured in 6 rounds or more, else the residuals")
     p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
                    help=f"each point's latency: the 10th percentile of its repeats pooled over rounds "
                         f"(the step on a quiet machine, which reproduced best between runs on a shared VM; "
@@ -175,7 +175,7 @@ def _print_series(fits, fit) -> None:
     print(f"{fit.label}  ({k['workload']}, {k['mode']}, {k['dtype']}, {k['regime']}, {k['transfer']}, "
           f"{k['threads']} threads; {len(fit.points)} points; latency = "
           f"{STATISTICS[fit.statistic].label})")
-    what = "the fit's residuals" if fit.bootstrap == "residuals" else "the raw repeats"
+    what = {"residuals": "the fit's residuals", "rounds": "whole rounds"}.get(fit.bootstrap, "the raw repeats")
     print(f"  model {fit.model}; parameters with {fit.level:.0%} bootstrap intervals ({n_boot} resamples "
           f"of {what})")
     table = _parameters(fit)

@@ -8,10 +8,31 @@ import pandas as pd
 
 from .latency_models import evaluate, fit_parameters
 
-__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "BOOTSTRAPS"]
+__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "resolve_bootstrap", "series_rounds", "BOOTSTRAPS",
+           "DEFAULT_BOOTSTRAP", "MIN_BOOTSTRAP_ROUNDS"]
 
-#: What a bootstrap resamples: the fit's log residuals, each point's repeats, or whole rounds.
-BOOTSTRAPS = ("residuals", "repeats", "rounds")
+#: What a bootstrap resamples: the fit's log residuals, each point's repeats, or whole rounds; ``auto``
+#: (the default): whole rounds where the series was measured in at least :data:`MIN_BOOTSTRAP_ROUNDS`
+#: rounds, else the residuals (:func:`resolve_bootstrap`).
+BOOTSTRAPS = ("auto", "residuals", "repeats", "rounds")
+DEFAULT_BOOTSTRAP = "auto"
+#: Rounds a series needs for ``auto`` to resample them: 6 rounds give 462 distinct resamples.
+MIN_BOOTSTRAP_ROUNDS = 6
+
+
+def series_rounds(frame: pd.DataFrame) -> int:
+    """How many rounds the points of ``frame`` were measured in (0 without ``round_raw_s``)."""
+    if "round_raw_s" not in frame:
+        return 0
+    return len({r for pairs in frame["round_raw_s"] if isinstance(pairs, tuple) for r, _ in pairs})
+
+
+def resolve_bootstrap(bootstrap: str, frame: pd.DataFrame) -> str:
+    """``bootstrap``, with ``auto`` made ``rounds`` for a series of :data:`MIN_BOOTSTRAP_ROUNDS` rounds
+    or more and ``residuals`` otherwise."""
+    if bootstrap != "auto":
+        return bootstrap
+    return "rounds" if series_rounds(frame) >= MIN_BOOTSTRAP_ROUNDS else "residuals"
 
 
 def raw_samples(frame: pd.DataFrame, quantile: float = 0.5) -> list:

@@ -8,8 +8,9 @@ into ``latency_s``, cross-validates the candidate models (:mod:`crossover.fit.va
 one with the lowest held-out error on interior folds (:func:`crossover.fit.validation.selection_score`)
 and bootstraps its parameters.
 
-Parameter intervals come from :func:`scipy.stats.bootstrap`, by default over the fit's residuals
-(each point's measured time is replaced by the fitted time times a log residual drawn with
+Parameter intervals come from a bootstrap: by default (``auto``) over whole rounds where the series
+was measured in six rounds or more, else over the fit's residuals (:func:`scipy.stats.bootstrap`:
+each point's measured time is replaced by the fitted time times a log residual drawn with
 replacement from all points' residuals, and the model refitted). The residuals hold everything the
 model does not explain: drift between runs and rounds on a shared machine as well as misfit, which
 on real machines is far larger than the noise within one measurement. ``bootstrap="repeats"``
@@ -44,7 +45,7 @@ from ..errors import AnalysisError
 from .latency_models import (AXES, CALIBRATED_MODELS, MODELS, PARAMS, default_models, evaluate, features,
                              fit_parameters, model_parameters, upper_bounds)
 from .latency_models import initial_guesses  # how many starts a fit tries: its cost, for the ETA
-from .bootstrap import BOOTSTRAPS, bootstrap_draws
+from .bootstrap import BOOTSTRAPS, DEFAULT_BOOTSTRAP, bootstrap_draws, resolve_bootstrap
 from ..results.statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
                          held_out_predictions, heldout_predictions, interior_log_errors,
@@ -233,7 +234,7 @@ class SeriesFit:
 def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, axes: Sequence[str] = AXES,
                n_boot: int = 200, level: float = 0.95, seed=None, loss: str = "soft_l1",
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
-               label: Optional[str] = None, bootstrap: str = "residuals",
+               label: Optional[str] = None, bootstrap: str = DEFAULT_BOOTSTRAP,
                statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None,
                peaks="auto", calibration="auto", only_cached: bool = False) -> Optional[SeriesFit]:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
@@ -254,10 +255,13 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         single candidate, CV is still computed for the report; ``axes=()`` skips it).
     n_boot : int
         Bootstrap resamples (0: no intervals).
-    bootstrap : {"residuals", "repeats", "rounds"}
-        What is resampled: the fit's log residuals across points (default; covers drift between
-        rounds and model misfit), each point's raw repeats (only the noise within a measurement), or
-        whole rounds (rows need ``round_raw_s``: ``load_results(..., raw=True)``).
+    bootstrap : {"auto", "residuals", "repeats", "rounds"}
+        What is resampled: the fit's log residuals across points (covers model misfit; treats each
+        point's drift as independent), each point's raw repeats (only the noise within a
+        measurement), whole rounds (rows need ``round_raw_s``: ``load_results(..., raw=True)``), or
+        ``auto`` (default): whole rounds where the series has
+        :data:`crossover.fit.bootstrap.MIN_BOOTSTRAP_ROUNDS` or more, else the residuals. The fit
+        records which it used.
     level : float
         Confidence level of the percentile intervals.
     seed : optional
@@ -315,6 +319,7 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         model_parameters(m)
     if bootstrap not in BOOTSTRAPS:
         raise AnalysisError(f"unknown bootstrap {bootstrap!r}; expected one of {', '.join(BOOTSTRAPS)}")
+    bootstrap = resolve_bootstrap(bootstrap, frame)
     label = label or f"{keys['machine']}/{keys['device']}"
     seed = series_seed(label) if seed is None else seed
     options = dict(models=tuple(models), axes=tuple(axes), n_boot=n_boot, level=level, seed=seed, loss=loss,

@@ -266,9 +266,10 @@ def _combined_rows(ok: pd.DataFrame) -> pd.DataFrame:
     for group, times in zip(ok["_group"].to_numpy(), ok["raw_times_s"]):
         raw.setdefault(group, []).append(times)
     out["raw_times_s"] = pd.Series({g: tuple(v for t in rounds for v in t) for g, rounds in raw.items()})
-    by_round = {}  # each round's repeats, by round: what a bootstrap over rounds resamples
-    for group, round_, times in zip(ok["_group"].to_numpy(), ok["round"].to_numpy(), ok["raw_times_s"]):
-        by_round.setdefault(group, []).append((int(round_), tuple(times)))
+    by_round = {}  # each round's repeats, by round of its run: what a bootstrap over rounds resamples
+    runs = ok["results_dir"].astype(str).to_numpy() if "results_dir" in ok else [""] * len(ok)
+    for group, run, round_, times in zip(ok["_group"].to_numpy(), runs, ok["round"].to_numpy(), ok["raw_times_s"]):
+        by_round.setdefault(group, []).append((f"{run}#{int(round_)}", tuple(times)))
     out["round_raw_s"] = pd.Series({g: tuple(pairs) for g, pairs in by_round.items()})
     quiet = {g: _quiet_latency(rounds, out.at[g, "median_s"]) for g, rounds in raw.items()}
     out["p10_s"] = pd.Series({g: q[0] for g, q in quiet.items()})
