@@ -593,3 +593,16 @@ def test_auto_bootstrap_resamples_rounds_where_a_series_has_enough():
     assert fit_median(many, ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "rounds"
     assert fit_median(few, ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "residuals"
     assert fit_median(synthetic("affine", truth), ["affine"], axes=(), n_boot=5, cache=False).bootstrap == "residuals"
+
+
+def test_impossible_parameters_are_named():
+    """A fit no device can have: a rate above the device's measured peak, or data out of cache moving
+    faster than in cache. Such a fit is not chosen while a physical candidate remains."""
+    from crossover.fit.series_fit import impossible_parameters
+
+    # step, layer, FLOP/s, in-cache B/s, DRAM B/s, cache bytes (SI)
+    physical = (50e-6, 1e-6, 1e12, 100e9, 20e9, 1e6)
+    assert impossible_parameters("roofline+cache", physical, {}) == []
+    assert impossible_parameters("roofline+cache", physical[:3] + (20e9, 100e9) + physical[5:], {}) == \
+        ["dram_bytes_per_s"]
+    assert impossible_parameters("roofline+cache", physical, {"flops_per_s": 0.5e12}) == ["flops_per_s"]
