@@ -46,19 +46,19 @@ def predictions(measured: pd.DataFrame, profiles) -> pd.DataFrame:
     import crossover
     from crossover.opcost.profiles import load_profile
 
+    from gpu_zoo import zoo_entries  # beside this script: the zoo's shapes and input dtypes, read once
+
+    dtypes = {name: dtype for name, _, _, dtype in zoo_entries()}
     devices = {load_profile(p).device: str(p) for p in profiles}
     out = []
     for (name, workload), group in measured.groupby(["model", "workload"], sort=False):
-        spec = ZOO / f"{name}.py"
-        module = {}
-        exec(compile(spec.read_text(), str(spec), "exec"), module)
         batches = sorted(set(group["batch_size"]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            decision = crossover.decide(model=f"{spec}:model", input_shape=tuple(module["INPUT_SHAPE"]),
+            decision = crossover.decide(model=f"{ZOO / name}.py:model", input_shape=group["input_shape"].iloc[0],
                                         batch_size=batches, workload=workload,
                                         profiles=[devices[d] for d in sorted(set(group["device"])) if d in devices],
-                                        input_dtype=module.get("INPUT_DTYPE", "float32"))
+                                        input_dtype=dtypes[name])
         guess = {(d["device"], d["batch_size"]): d["latency_s"] for d in decision.devices}
         out.append(group.assign(predicted_s=[guess.get((d, b)) for d, b in zip(group["device"], group["batch_size"])]))
     return pd.concat(out, ignore_index=True)

@@ -42,7 +42,7 @@ def error_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _crossing_text(batch, a, b) -> tuple:
+def _first_crossing(batch, a, b) -> tuple:
     """(first crossing or None, which side is faster at the smallest batch: 'cpu'/'cuda'/'tie')."""
     roots = log_crossings(batch, a, b)
     first = "cpu" if a[0] < b[0] else ("cuda" if b[0] < a[0] else "tie")
@@ -68,8 +68,8 @@ def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") ->
         batch = wide.index.to_numpy(float)
         m_cpu, m_gpu = wide[("measured_s", cpu)].to_numpy(), wide[("measured_s", gpu)].to_numpy()
         p_cpu, p_gpu = wide[("predicted_s", cpu)].to_numpy(), wide[("predicted_s", gpu)].to_numpy()
-        measured, measured_first = _crossing_text(batch, m_cpu, m_gpu)
-        predicted, predicted_first = _crossing_text(batch, p_cpu, p_gpu)
+        measured, measured_first = _first_crossing(batch, m_cpu, m_gpu)
+        predicted, predicted_first = _first_crossing(batch, p_cpu, p_gpu)
         if measured is not None and predicted is not None:
             holds = max(predicted / measured, measured / predicted) <= CROSSOVER_FACTOR
         else:

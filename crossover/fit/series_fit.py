@@ -406,16 +406,16 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
     cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
     scores = {m: selection_score(cv, m) for m in models}
     scored = sorted((m for m in models if np.isfinite(scores[m])), key=scores.get) or [models[0]]
+    fitted = {}
     for model in scored:  # the best score whose fit is physical; the best one if none is
         X = model_features(frame, model, calibration)
-        theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
+        fitted[model] = X, fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
         tell("fit", model)
-        if not impossible_parameters(model, theta, peaks):
+        if not impossible_parameters(model, fitted[model][1], peaks):
             break
     else:
         model = scored[0]
-        X = model_features(frame, model, calibration)
-        theta = fit_parameters(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks)
+    X, theta = fitted[model]
     log_errors = np.concatenate([leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
                                                           on_fit=lambda: tell("loo", model)),
                                  interior_log_errors(predictions[list(models).index(model)])])

@@ -1,13 +1,15 @@
 """Primitives for layer kinds the core families cost wrongly, and which trace rows they cost.
 
-Measured where the zoo's new kinds missed (the 2-core VM and the H100 host at one thread, #27):
+Measured where the zoo's new kinds missed (the 2-core VM and the H100 host at one thread, #27; the
+pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
+``experiments/results/amd-epyc-2c/logs/bench_pool_kernels.log``):
 
 - ``pool1d``: ``nn.MaxPool1d`` in a forward pass without autograd runs the CPU's own 1-D kernel (no
   indices), while the trace, made on fake tensors, records the 2-D pooling with indices it falls back
   to elsewhere; on the VM at one thread the 1-D kernel pools 2 MiB in 136 µs, the 2-D one with indices
   in 2.1 ms;
 - ``adaptive_pool``: adaptive max-pooling (``nn.AdaptiveMaxPool1d/2d``), a reduction with indices
-  (386 µs for 2 MiB there, against 31 µs for ``amax`` and 2.1 ms for the 2×2 pooling curve);
+  (446 µs for 2 MiB there at one thread, against 30 µs for ``amax`` and 2.1 ms for the 2×2 pooling);
 - ``conv_depthwise``: a convolution with one group per input channel reads and writes its activations
   once per few FLOPs (memory-bound; the dense convolution grid, indexed by ``C_in·k²·C_out``, has no cell
   that small);
