@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within the device tool's 10-minute command limit: each stage has its own limit, below, 585 s in all (the
-# H100 run of 2026-11-26 took 443 s), which leaves a 15-minute lease a few minutes for a machine's start and
+# Within the device tool's 10-minute command limit: each stage has its own limit, below, 580 s in all (the
+# H100 runs of 2026-11-26 took 443 s and 486 s; the second's one-thread calibration, 111 s alone, set its limit), which leaves a 15-minute lease a few minutes for a machine's start and
 # one short follow-up call (not a second run). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -68,12 +68,12 @@ stage calibrate-cpu 95 $PY -m crossover calibrate --device cpu --quick --out "$w
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
-stage zoo 50 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
+stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
 pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 105 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
+stage calibrate-cpu-1t 125 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
 stage zoo-cpu-1t 40 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 6
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
@@ -82,7 +82,7 @@ stage peaks 15 $PY -m crossover peaks --devices "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
-    stage step-profile 30 $PY experiments/gpu_zoo.py --profile-steps --models mnist_mlp,toy,gru_classifier,embedding_bag,conv1d_sequence,depthwise_cnn --out "$work/zoo"
+    stage step-profile 20 $PY experiments/gpu_zoo.py --profile-steps --models mnist_mlp,toy,gru_classifier,embedding_bag,conv1d_sequence,depthwise_cnn --out "$work/zoo"
     cp "$work/step-profile.log" "$OUT/step-profile.txt"
     stage cuda-tests 35 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"
