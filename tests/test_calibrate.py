@@ -133,6 +133,28 @@ def test_a_gpu_profile_is_composed_for_synchronised_steps():
     assert profile.meta["reference_models"][0]["measured_s"] == pytest.approx(40 * us)
 
 
+def test_past_a_gpu_convolution_grid_the_extra_flops_run_at_its_best_rate():
+    """A GPU's convolution grid whose edge cells are launch-bound (every cell 20 µs: the host's issue rate)
+    costs a larger convolution's extra FLOPs at the grid's best rate, not at the edge cell's own; a CPU's
+    grid keeps the edge cell's rate (its time there is the kernel's own work)."""
+    us = 1e-6
+    rows = _cuda_rows()
+    for m in (256, 1024):
+        for kn in (200, 2000):
+            seconds = 20 * us if (m, kn) != (1024, 2000) else 40 * us  # one compute-bound cell: 204.8 GFLOP/s
+            row = _row("conv2d", seconds, family="conv", m=m, x=2.0 * m * kn)
+            rows.append(dict(row, key=row["key"] + f"/{kn}", shape="1x3x16x16"))
+    gpu = build_profile(rows, device="cuda", machine="gpu").grids["conv@16"]
+    best = 2.0 * 1024 * 2000 / (40 * us)
+    assert gpu.rate == pytest.approx(best) and gpu.best_rate == pytest.approx(best)
+    # an output 8x the grid's largest at its smallest weight: the edge cell is 20 µs at 20.5 GFLOP/s
+    extra = 2.0 * (8 * 1024 - 1024) * 200
+    assert gpu(8 * 1024, 200) == pytest.approx(20 * us + extra / best)
+    cpu = build_profile([r for r in rows if r["name"] not in ("sync", "launch_sync")], device="cpu",
+                        machine="m").grids["conv@16"]
+    assert cpu.rate is None and cpu(8 * 1024, 200) == pytest.approx(8 * 20 * us)
+
+
 def test_the_gpu_drift_reference_times_the_device():
     from crossover.opcost.calibration_plan import GPU_REFERENCE_MNK, reference_point
 

@@ -233,11 +233,14 @@ def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():
     assert sum(r["module"] == "gru" for r in records) > 12 * 5  # the CPU path: several ops per step
     gpu = synthetic_profile("cuda", dispatch_s=5 * US, flop_rate=1e12)
     assert op_cost(gpu, rnn).warning == RNN_WARNING
-    curve = Curve((1e3, 1e9), (40 * US, 1e-3))
+    # a floor and a throughput, sampled far apart: affine between the points, the log-log chord above it
+    curve = Curve((1e3, 1e9), (40 * US + 1e3 / 1e12, 40 * US + 1e9 / 1e12))
     calibrated = dataclasses.replace(gpu, curves=dict(gpu.curves, rnn=curve))
     cost = op_cost(calibrated, rnn)
-    assert not cost.warning and cost.device_s == pytest.approx(curve(gru_flops(4, 12, 8, 16)))
-    assert cost.host_s == pytest.approx(40 * US)
+    flops = gru_flops(4, 12, 8, 16)
+    assert not cost.warning and cost.device_s == pytest.approx(40 * US + flops / 1e12, rel=1e-9)
+    assert curve(flops) > 1.5 * cost.device_s
+    assert cost.host_s == pytest.approx(curve.time_s[0])  # the host floor: the smallest shape's time
     cpu_row, gpu_row = (predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[p], warn=False).iloc[0]
                         for p in (synthetic_profile("cpu", dispatch_s=5 * US), calibrated))
     assert gpu_row["launches"] < cpu_row["launches"] / 10

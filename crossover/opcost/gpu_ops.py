@@ -75,7 +75,7 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
     curve = profile.curves.get("rnn")
     if curve is not None:  # calibrated: cuDNN's GRU timed whole (host floor and kernels), per layer and direction
         flops = [gru_flops(r["batch"], r["steps"], width, r["hidden"], r["gates"]) for width in layers]
-        device = r["directions"] * sum(curve(f) for f in flops)
+        device = r["directions"] * sum(curve.affine(f) for f in flops)  # three shapes far apart: affine between
         host = r["directions"] * len(layers) * host_floor_s(profile, "rnn")
         floor = min(device, host)
         return dict(host_s=host, device_s=device, floor_s=floor, launches=row["launches"], warning="",
