@@ -93,8 +93,9 @@ def _input_dtype(model_file: Path) -> str:
 
 
 def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir: Optional[Path] = None) -> pd.DataFrame:
-    """``measured`` (:func:`read_measurements`) with ``predicted_s`` from the profile of each point's
-    device (``crossover.decide`` on ``models_dir/<model>.py:model``; None where no profile has that device).
+    """``measured`` (:func:`read_measurements`) with ``predicted_s`` and ``launches`` (the kernels the
+    step launches on that device, from its trace) from the profile of each point's device
+    (``crossover.decide`` on ``models_dir/<model>.py:model``; None where no profile has that device).
 
     Raises
     ------
@@ -122,9 +123,10 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
                 decision = decide(model=f"{model_file}:model", input_shape=group["input_shape"].iloc[0],
                                   batch_size=batches, workload=workload, profiles=wanted,
                                   input_dtype=_input_dtype(model_file))
-            guess = {(d["device"], d["batch_size"]): d["latency_s"] for d in decision.devices}
-        out.append(group.assign(predicted_s=[guess.get((d, b)) for d, b in zip(group["device"], group["batch_size"])]))
-    return pd.concat(out, ignore_index=True) if out else measured.assign(predicted_s=[])
+            guess = {(d["device"], d["batch_size"]): (d["latency_s"], d.get("launches")) for d in decision.devices}
+        found = [guess.get((d, b), (None, None)) for d, b in zip(group["device"], group["batch_size"])]
+        out.append(group.assign(predicted_s=[f[0] for f in found], launches=[f[1] for f in found]))
+    return pd.concat(out, ignore_index=True) if out else measured.assign(predicted_s=[], launches=[])
 
 
 def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> pd.DataFrame:

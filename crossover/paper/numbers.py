@@ -48,6 +48,7 @@ from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
 from .transfer import transfer_frames, transfer_macros, transfer_table
 from .coverage import coverage_table
+from .launch_rule import launch_rule_macros
 from .facts import (_absent_role_macros, _graph_outlier_macros, design_macros, metadata_macros, mode_macros,
                     protocol_macros, round_macros)
 from .fits import (BAR_MAPE_PCT, BAR_WITHIN_PCT, GEMM_MODELS, PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT,
@@ -124,7 +125,9 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
                                     results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
-    macros += transfer_macros(transfer_frames(_zoo_sets(results)))
+    zoo_frames = transfer_frames(_zoo_sets(results))
+    macros += transfer_macros(zoo_frames)
+    macros += launch_rule_macros(frame, roles, zoo_frames)
     macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models)
     return macros
 
