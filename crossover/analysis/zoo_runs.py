@@ -130,5 +130,8 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
 
 
 def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> pd.DataFrame:
-    """A zoo set's measurements with their predictions (:func:`predict_measurements`)."""
-    return predict_measurements(read_measurements(zoo_set.zoo), zoo_set.profiles, models_dir)
+    """A zoo set's measurements with their predictions (:func:`predict_measurements`); ``attrs["label"]``
+    is the set's label."""
+    frame = predict_measurements(read_measurements(zoo_set.zoo), zoo_set.profiles, models_dir)
+    frame.attrs["label"] = zoo_set.label
+    return frame

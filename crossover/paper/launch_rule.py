@@ -1,7 +1,8 @@
 """The paper's rule of thumb per kernel launch (:mod:`crossover.analysis.launch_rule`): fitted on one
 machine's paired toy points and scored on what it was not fitted to (the other GPU machine's toy points,
 the VM's CPU against the first GPU, and the zoo's models measured on both devices of a GPU machine);
-beside it the parameter-count rule scored inside its own domain. Pure given the zoo frames.
+beside it the parameter-count rule scored inside its own domain; and the MNIST articles' claim checked on
+the MNIST MLP itself. Pure given the zoo frames.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import pandas as pd
 
 from ..analysis import claims as C
 from ..analysis.launch_rule import fit_launch_rule, score_launch_rule, with_launches, zoo_points
+from .claims import evidence_latex
 from .latex import DASH, NA, Macro, format_interval, format_quantity, format_ratio
 
-__all__ = ["launch_rule_macros", "zoo_params"]
+__all__ = ["launch_rule_macros", "mnist_zoo_macros", "zoo_params"]
 
 #: Where the rule is scored: (macro letters, (CPU role, GPU role)) of toy points, and zoo sets.
 _TOY_CHECKS = (("HundredToy", ("HostB", "CudaB")), ("VmToy", ("Vm", "Cuda")))
@@ -100,3 +102,18 @@ def launch_rule_macros(frame: pd.DataFrame, roles: dict, zoo_frames: dict) -> li
             macros.append(Macro("RuleParamsInsideZooHundred", _count(q["correct"], q["n"]),
                                 "parameter rule inside its domain, zoo set h100-run2"))
     return macros
+
+
+def mnist_zoo_macros(zoo_frames: dict, zoo_set: str = "h100-run2") -> list:
+    """``ClaimMnistZooVerdict``/``...Evidence``/``...Machine``: the MNIST claim on the MNIST MLP itself, from a
+    zoo set measured on both devices (:func:`crossover.analysis.claims.mnist_zoo_claim`)."""
+    frame = zoo_frames.get(zoo_set)
+    points = zoo_points(frame) if frame is not None and "launches" in frame else pd.DataFrame()
+    if len(points):
+        points = points[(points["model"] == "mnist_mlp") & (points["workload"] == "train")]
+    result = C.mnist_zoo_claim(points)
+    machine = frame.attrs.get("label", NA) if frame is not None else NA
+    return [Macro("ClaimMnistZooVerdict", result.verdict, "the MNIST claim on the MNIST MLP itself"),
+            Macro("ClaimMnistZooEvidence", evidence_latex(result.evidence_template, result.numbers)
+                  if result.evidence_template else DASH, "its numbers"),
+            Macro("ClaimMnistZooMachine", machine, "the machine it was measured on")]

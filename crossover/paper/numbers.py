@@ -48,7 +48,7 @@ from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
 from .transfer import transfer_frames, transfer_macros, transfer_table
 from .coverage import coverage_table
-from .launch_rule import launch_rule_macros
+from .launch_rule import launch_rule_macros, mnist_zoo_macros
 from .facts import (_absent_role_macros, _graph_outlier_macros, design_macros, metadata_macros, mode_macros,
                     protocol_macros, round_macros)
 from .fits import (BAR_MAPE_PCT, BAR_WITHIN_PCT, GEMM_MODELS, PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT,
@@ -127,7 +127,7 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += zoo_macros(read_zoo(list(results)))
     zoo_frames = transfer_frames(_zoo_sets(results))
     macros += transfer_macros(zoo_frames)
-    macros += launch_rule_macros(frame, roles, zoo_frames)
+    macros += launch_rule_macros(frame, roles, zoo_frames) + mnist_zoo_macros(zoo_frames)
     macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models)
     return macros
 
