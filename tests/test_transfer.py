@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from crossover.analysis.zoo_runs import read_measurements, read_zoo_sets
-from crossover.paper.latex import DASH
+from crossover.paper.latex import DASH, format_number
 from crossover.paper.transfer import TRANSFER_COLUMNS, TRANSFER_MODELS, transfer_macros, transfer_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,3 +61,12 @@ def test_a_shipped_set_is_predicted_for_every_measured_point(name):
     (zoo_set,) = [s for s in read_zoo_sets() if s.name == name]
     frame = zoo_set_predictions(zoo_set)
     assert frame["predicted_s"].notna().all() and (frame["predicted_s"] > 0).all()
+
+
+def test_the_intervals_coverage_and_width_are_scored_per_column():
+    frame = _frame("toy", "forward", "cuda", [1.0, 1.0], [1.1, 1.3]).assign(
+        predicted_low_s=[0.9, 1.2], predicted_high_s=[1.3, 1.4])  # the first holds 1.0, the second does not
+    macros = {m.name: m.text for m in transfer_macros({"h100-run2": frame})}
+    assert macros["TransferHundredGpuInside"] == "50"
+    assert macros["TransferHundredGpuHalfWidth"] == format_number(100 * (0.2 / 1.1 + 0.1 / 1.3) / 2, 2)
+    assert macros["TransferHundredCpuInside"] == DASH

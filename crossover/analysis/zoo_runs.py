@@ -93,8 +93,8 @@ def _input_dtype(model_file: Path) -> str:
 
 
 def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir: Optional[Path] = None) -> pd.DataFrame:
-    """``measured`` (:func:`read_measurements`) with ``predicted_s`` and ``launches`` (the kernels the
-    step launches on that device, from its trace) from the profile of each point's device
+    """``measured`` (:func:`read_measurements`) with ``predicted_s``, its interval ``predicted_low_s`` and
+    ``predicted_high_s``, and ``launches`` (the kernels the step launches on that device, from its trace) from the profile of each point's device
     (``crossover.decide`` on ``models_dir/<model>.py:model``; None where no profile has that device).
 
     Raises
@@ -123,10 +123,14 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
                 decision = decide(model=f"{model_file}:model", input_shape=group["input_shape"].iloc[0],
                                   batch_size=batches, workload=workload, profiles=wanted,
                                   input_dtype=_input_dtype(model_file))
-            guess = {(d["device"], d["batch_size"]): (d["latency_s"], d.get("launches")) for d in decision.devices}
-        found = [guess.get((d, b), (None, None)) for d, b in zip(group["device"], group["batch_size"])]
-        out.append(group.assign(predicted_s=[f[0] for f in found], launches=[f[1] for f in found]))
-    return pd.concat(out, ignore_index=True) if out else measured.assign(predicted_s=[], launches=[])
+            guess = {(d["device"], d["batch_size"]): (d["latency_s"], d.get("launches"), d.get("latency_low_s"),
+                                                      d.get("latency_high_s")) for d in decision.devices}
+        found = [guess.get((d, b), (None,) * 4) for d, b in zip(group["device"], group["batch_size"])]
+        out.append(group.assign(predicted_s=[f[0] for f in found], launches=[f[1] for f in found],
+                                predicted_low_s=[f[2] for f in found], predicted_high_s=[f[3] for f in found]))
+    if not out:
+        return measured.assign(predicted_s=[], launches=[], predicted_low_s=[], predicted_high_s=[])
+    return pd.concat(out, ignore_index=True)
 
 
 def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> pd.DataFrame:

@@ -93,8 +93,9 @@ def transfer_errors(frames: dict) -> pd.DataFrame:
 
 def transfer_macros(frames: dict) -> list:
     """Per table column (:data:`TRANSFER_COLUMNS`): ``Transfer<col>Within`` (models within a median of 10%
-    and a worst of 25%), ``...Entries``, ``...Median`` (the median of the models' median errors) and
-    ``...Worst`` (the largest error); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
+    and a worst of 25%), ``...Entries``, ``...Median`` (the median of the models' median errors),
+    ``...Worst`` (the largest error), ``...Inside`` (measurements inside the predicted interval, %) and
+    ``...HalfWidth`` (the interval's median half-width, %); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
     whose predicted crossover lies within x1.5 of the measured one, or neither crosses) of ``...Pairs``, and
     ``...WinnerRight`` of ``...Decided`` (points whose devices differ by more than 10%)."""
     from ..analysis.zoo_check import crossover_table
@@ -110,6 +111,18 @@ def transfer_macros(frames: dict) -> list:
                                 f"zoo set {set_name}, {device}, {model} {workload}: median / worst |error| (%)"))
         what = f"zoo set {set_name}, {device}"
         within = int(((sub["median_pct"] <= TARGET_MEDIAN_PCT) & (sub["worst_pct"] <= TARGET_WORST_PCT)).sum())
+        frame = frames.get(set_name)
+        points = frame[frame["device"] == device].dropna(subset=["predicted_s"]) if frame is not None else None
+        if points is not None and len(points) and "predicted_low_s" in points:
+            inside = (points["predicted_low_s"] <= points["measured_s"]) & (points["measured_s"] <= points["predicted_high_s"])
+            half = (points["predicted_high_s"] - points["predicted_low_s"]) / 2 / points["predicted_s"]
+            macros += [Macro(f"Transfer{letters}Inside", format_number(100 * float(inside.mean()), 2),
+                             f"{what}: measurements inside the predicted interval (%)"),
+                       Macro(f"Transfer{letters}HalfWidth", format_number(100 * float(half.median()), 2),
+                             f"{what}: the interval's median half-width (% of the prediction)")]
+        else:
+            macros += [Macro(f"Transfer{letters}Inside", DASH, f"{what}: no intervals"),
+                       Macro(f"Transfer{letters}HalfWidth", DASH, f"{what}: no intervals")]
         macros += [Macro(f"Transfer{letters}Within", str(within) if len(sub) else DASH, f"{what}: models within target"),
                    Macro(f"Transfer{letters}Entries", str(len(sub)) if len(sub) else DASH, f"{what}: models"),
                    Macro(f"Transfer{letters}Median", format_number(float(np.median(sub["median_pct"])), 2)
