@@ -140,7 +140,7 @@ def test_the_first_cpu_sweep_records_a_calibration_beside_its_results_and_resume
     suite.write_text('name = "s"\n[defaults]\nd_model = 16\nn_layers = 2\n[timing]\nmax_run_time_s = 0.02\n'
                      'min_run_time_s = 0.01\n[[sweep]]\nname = "b"\nbatch_size = [1, 2]\n')
     out = tmp_path / "out"
-    first = cli("sweep", suite, "--out", out, "--quiet", "--calibration-plan", "smoke")
+    first = cli("sweep", suite, "--out", out, "--calibration-plan", "smoke")
     assert first.returncode == 0, first.stderr
     profile = out / "calibration" / "profile.json"
     assert profile.exists() and "calibrating this CPU" in first.stderr
