@@ -49,7 +49,7 @@ __all__ = [
 EXIT_USAGE = 2
 #: The exit statuses of every command (``crossover --help`` lists them): 0 fine; 1 a regression found
 #: (``compare --fail-above``); 2 bad input (one line on stderr); 3 an internal error (a bug, or torch
-#: failing: one line, the traceback with ``CROSSOVER_DEBUG=1``).
+#: failing: one line, rerun with ``-v`` (or ``CROSSOVER_DEBUG=1``) for the traceback).
 EXIT_OK, EXIT_REGRESSION, EXIT_INTERNAL = 0, 1, 3
 EXIT_CODES_TEXT = ("exit status: 0 fine; 1 a regression found (compare --fail-above); 2 bad input (one line "
                    "on stderr); 3 an internal error (one line; rerun with -v for the traceback)")
@@ -145,10 +145,18 @@ def refuse_unused(args, names, why: str) -> None:
     parser = getattr(args, "_parser", None)
     if parser is None:
         return
-    given = [name for name in names if getattr(args, name, None) != parser.get_default(name)]
+    given = [name for name in names if getattr(args, name, None) != _default(parser, name)]
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise UsageError(f"{flags} {'does' if len(given) == 1 else 'do'} not apply {why}")
+
+
+def _default(parser, dest: str):
+    """``dest``'s default (argparse's ``get_default`` would answer a hidden alias' SUPPRESS)."""
+    for action in parser._actions:
+        if action.dest == dest and action.default is not argparse.SUPPRESS:
+            return action.default
+    return parser._defaults.get(dest)
 
 
 def remember_parser(parser) -> None:
