@@ -152,9 +152,9 @@ def test_shards_split_the_points_keep_pairs_together_and_all_measure_the_anchor(
 
 
 def test_sweep_dry_run_lists_only_the_shards_points(cli_in_process, suite_file):
-    whole = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu")
-    one = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu", "--shard", "1/2")
-    two = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu", "--shard", "2/2")
+    whole = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu")
+    one = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu", "--shard", "1/2")
+    two = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu", "--shard", "2/2")
     count = lambda out: int(out.strip().splitlines()[-1].split()[0])  # "N points, ..."
     assert count(one.stdout) + count(two.stdout) == count(whole.stdout) == 11
     assert abs(count(one.stdout) - count(two.stdout)) <= 1
