@@ -155,6 +155,23 @@ def test_past_a_gpu_convolution_grid_the_extra_flops_run_at_its_best_rate():
     assert cpu.rate is None and cpu(8 * 1024, 200) == pytest.approx(8 * 20 * us)
 
 
+def test_a_gpu_profile_costs_products_past_its_grid_at_its_drift_references_rate():
+    """On a GPU the drift reference (2048^3) runs faster per FLOP than any grid cell: the matrix grids'
+    rate past their edge is the best of the two (the quiet rounds' reference), on a CPU the grid's own."""
+    us = 1e-6
+    rows = _cuda_rows()
+    m = 2048
+    flops = 2.0 * m**3
+    for round_, seconds in enumerate((flops / 40e12, flops / 20e12)):  # the second round drifted (twice as slow)
+        rows.append(dict(_row("addmm", seconds, family="reference", m=m, k=m, n=m, round_=round_, reference=True),
+                         n=m))
+    profile = build_profile(rows, device="cuda", machine="gpu")
+    assert profile.grids["matmul"].rate == pytest.approx(40e12, rel=1e-6) and profile.peak_flop_rate == pytest.approx(40e12)
+    grid_best = max(2.0 * a * b / profile.grids["matmul"](a, b) for a in profile.grids["matmul"].m
+                    for b in profile.grids["matmul"].kn)
+    assert grid_best < 1e12  # the grid's own cells are launch-bound (11 us each)
+
+
 def test_the_gpu_drift_reference_times_the_device():
     from crossover.opcost.calibration_plan import GPU_REFERENCE_MNK, reference_point
 
