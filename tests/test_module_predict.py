@@ -311,7 +311,7 @@ def test_a_cpu_profile_with_a_recurrent_primitive_costs_the_layer_whole_per_time
     costs that many steps of it (its per-step ops are not summed), one of the same length the curve."""
     import dataclasses
 
-    from crossover.opcost.calibration_plan import CPU_RNN_STEPS
+    from crossover.opcost.gpu_ops import CPU_RNN_STEPS
     from crossover.opcost.gpu_ops import gru_flops
     from crossover.opcost.profiles import Curve
 

@@ -66,7 +66,7 @@ class Plan:
     #: cuDNN's fused GRU (CUDA only), (batch, time steps, hidden = input width): a curve over its FLOPs
     rnn_shapes: tuple = ((1, 16, 64), (8, 64, 64), (64, 64, 256))
     #: PyTorch's CPU GRU (its C++ loop over time steps), (batch, hidden = input width), each over
-    #: :data:`CPU_RNN_STEPS` steps: a curve over its FLOPs at that length (a step's cost is the same
+    #: :data:`crossover.opcost.gpu_ops.CPU_RNN_STEPS` steps: a curve over its FLOPs at that length (a step's cost is the same
     #: whatever the length, so another length scales it; :func:`crossover.opcost.gpu_ops.recurrent_cost`).
     cpu_rnn_shapes: tuple = ((1, 32), (1, 128), (8, 64), (64, 64), (64, 256), (512, 64))
     #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
@@ -255,14 +255,12 @@ def points(plan: Plan, device: str = "cpu") -> list:
         out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.rnn_shapes]
     else:
+        from .gpu_ops import CPU_RNN_STEPS
+
         out += [Point("rnn", "gru", x=gru_flops(b, CPU_RNN_STEPS, h, h), shape=(b, CPU_RNN_STEPS, h))
                 for b, h in plan.cpu_rnn_shapes]
     return out
 
-
-
-#: The time steps of the CPU's recurrent primitives (all of one length: their curve is per step).
-CPU_RNN_STEPS = 16
 
 
 #: The drift reference on a GPU: a product long enough (17 GFLOP, ~0.3 ms on an H100) that queued

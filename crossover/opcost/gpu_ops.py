@@ -13,7 +13,7 @@ from typing import Mapping
 
 from .profiles import Profile
 
-__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING"]
+__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
@@ -33,6 +33,11 @@ def host_floor_s(profile: Profile, family: str) -> float:
         return min(min(min(row) for row in grid.time_s) for grid in grids)
     curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
     return float(curve.time_s[0]) if curve is not None else 0.0
+
+
+#: The time steps of a CPU calibration's recurrent primitives (all of one length, so their curve is a
+#: step's cost times this: :data:`crossover.opcost.calibration_plan.Plan.cpu_rnn_shapes`).
+CPU_RNN_STEPS = 16
 
 
 #: The warning a fused recurrent op's cost carries: no calibration primitive times cuDNN's RNN.
@@ -75,8 +80,6 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
     layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
     curve = profile.curves.get("rnn")
     if curve is not None and profile.device == "cpu":  # PyTorch's C++ loop, timed at CPU_RNN_STEPS steps
-        from .calibration_plan import CPU_RNN_STEPS
-
         per_length = r["steps"] / CPU_RNN_STEPS  # a step costs the same whatever the sequence's length
         flops = [gru_flops(r["batch"], CPU_RNN_STEPS, width, r["hidden"], r["gates"]) for width in layers]
         host = r["directions"] * per_length * sum(curve(f) for f in flops)
