@@ -4,8 +4,8 @@ merged on the anchor they all measure, compared beyond their noise and priced.
 Most tests run the fleet's jobs with submitit's debug executor (in this process) and a fake of each
 step's command (:func:`crossover.measurement.fleet_job._run_step`), whose sweep is the real sweep with a
 fake timer: what the fleet does with jobs, records, directories and rows is checked without timing
-anything. One serial test runs a whole fleet for real (two shards, every step), as the README's
-must-show does with the local executor.
+anything. One serial test runs a whole fleet for real (two shards, every step), as docs/fleet.md
+shows with the local executor.
 """
 
 import json

@@ -3,7 +3,7 @@
 Both read a results directory (by default the reference data shipped in ``experiments/results``),
 fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
 ``--json``: one object whose ``schema`` (:data:`FIT_SCHEMA`, :data:`PREDICT_SCHEMA`) names its layout
-and version (the README's "JSON output"). Progress goes to stderr (a bar on a
+and version (docs/cli.md, "JSON output"). Progress goes to stderr (a bar on a
 terminal, or anywhere with ``--progress``), never into the JSON. Errors are
 :class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
 """
