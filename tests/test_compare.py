@@ -67,3 +67,26 @@ def test_no_common_point_is_one_line(cli, runs, tmp_path):
     result = cli("compare", runs["a"], other)
     assert result.returncode == 2 and "no point in common" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_median_is_the_median_of_the_rounds_medians_as_in_every_command(tmp_path):
+    """One definition of --statistic: compare's median is the rounds' medians' median (the combined
+    median_s), its interval resamples the rounds; p10 is the pooled repeats' 10th percentile."""
+    def run(directory, level, seed):
+        rng = np.random.default_rng(seed)
+        writer = ResultsWriter(directory, "r", {"machine": "m"})
+        for round_ in range(6):  # each round at its own level (drift between rounds)
+            raw = level * (1 + 0.05 * rng.standard_normal()) * np.exp(0.02 * rng.standard_normal(40))
+            writer.append(dict(run_id="r", suite="s", sweep="batch_size", machine="m", device="cpu", device_name="x",
+                               d_model=64, n_layers=8, batch_size=1, workload="forward", mode="eager", dtype="float32",
+                               transfer="device", regime="latency", threads_requested=0, round=round_, threads=2,
+                               params=1, flops=1, bytes=1, status="ok", reason="", median_s=float(np.median(raw)),
+                               min_s=float(raw.min()), n_repeats=len(raw), raw_times_s=raw_times_to_text(raw)))
+        return load_results(directory, raw=True)
+
+    a, b = run(tmp_path / "a", 1e-3, 1), run(tmp_path / "b", 1.3e-3, 2)
+    median = compare_results(a, b, statistic="median").iloc[0]
+    assert median["a_s"] == pytest.approx(float(a["median_s"].iloc[0])) and median["ratio"] == pytest.approx(1.3, rel=0.1)
+    assert median["low"] < median["ratio"] < median["high"] and median["verdict"] == "slower"
+    p10 = compare_results(a, b, statistic="p10").iloc[0]
+    assert p10["a_s"] == pytest.approx(float(np.quantile(np.asarray(a["raw_times_s"].iloc[0], float), 0.1)))

@@ -60,10 +60,9 @@ STATISTIC_HELP = (f"a point's latency: p10, the 10th percentile of its repeats p
                   f"on a quiet machine, which reproduced best between runs on a shared VM); median, the median "
                   f"of its rounds' medians (the typical step); min, its fastest repeat (default "
                   f"{DEFAULT_STATISTIC})")
-#: What ``compare`` and ``fleet compare`` add to it: their interval resamples each point's pooled repeats.
-POOLED_STATISTIC_NOTE = ("; compare takes each statistic as a quantile of the point's repeats pooled over its "
-                         "rounds (median: the median of the pooled repeats), so that its bootstrap interval, "
-                         "which resamples those repeats, is of the same quantity")
+#: What ``compare`` and ``fleet compare`` add to it: how their bootstrap interval resamples.
+POOLED_STATISTIC_NOTE = ("; the ratio's interval is scipy.stats.bootstrap's, resampling each run's pooled repeats "
+                         "(p10, min) or rounds' medians (median)")
 
 #: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the
 #: package's copy after a wheel install (:func:`crossover.shipped_data.shipped_results_dir`).

@@ -66,7 +66,9 @@ def _cmd_compare(args) -> int:
             **{"B/A": [f"{r:.3f} [{lo:.3f}, {hi:.3f}]" for r, lo, hi in zip(table["ratio"], table["low"], table["high"])]})
         sizes = [c for c in ("device", "d_model", "n_layers", "batch_size", "mode", "workload", "dtype") if c in shown]
         varying = [c for c in sizes if shown[c].nunique() > 1] or sizes[:4]
-        print(f"A = {args.a}, B = {args.b}; latency = {args.statistic} of the pooled repeats")
+        from ..results.statistics import statistic_named
+
+        print(f"A = {args.a}, B = {args.b}; latency = {statistic_named(args.statistic).label}")
         print(shown[varying + ["A", "B", "B/A", "verdict"]].to_string(index=False))
         print(summary.describe())
     if failed:  # on stderr: with --json, stdout holds the JSON object alone

@@ -7,10 +7,14 @@ of that ratio from the points' raw repeats, a Mann-Whitney U test on the repeats
 and the change exceeds ``threshold``; ``same`` otherwise. As ``pyperf compare_to`` and
 pytest-benchmark's compare do, plus a summary (geometric mean of the ratios, counts).
 
-The statistic is taken from the pooled repeats of each point (its quantile: 0.1 for ``p10``, 0.5 for
-``median``, the minimum for ``min``), so the estimate and its interval are of the same quantity.
-Repeats within one run do not see the drift between runs: on a shared machine, judge a verdict
-against the machine's noise floor (``crossover noise``). Pure computation on loaded results.
+The statistic means what it means in every command (:data:`crossover.results.statistics.STATISTICS`):
+``p10`` the 10th percentile of a point's pooled repeats, ``min`` the fastest repeat, ``median`` the
+median of its rounds' medians. The interval is ``scipy.stats.bootstrap``'s (percentile method) of the
+ratio, each run's sample resampled on its own: the pooled repeats for ``p10`` and ``min``, the rounds'
+medians for ``median`` (a point measured in one round: its repeats), so the estimate and its interval
+are of the same quantity. Repeats within one run do not see the drift between runs: on a shared
+machine, judge a verdict against the machine's noise floor (``crossover noise``). Pure computation on
+loaded results.
 """
 
 from __future__ import annotations
@@ -34,6 +38,17 @@ def _quantile(values: np.ndarray, q: float, axis=None):
     return np.min(values, axis=axis) if q == 0 else np.quantile(values, q, axis=axis)
 
 
+def _sample(row, statistic: str) -> tuple:
+    """(the values a point's statistic summarises, the quantile of them it is): the rounds' medians for
+    ``median`` where the point has two rounds or more, else its pooled repeats."""
+    spec = statistic_named(statistic)
+    repeats = np.asarray(row["raw_times_s"], float)
+    rounds = row.get("round_raw_s") if hasattr(row, "get") else None
+    if statistic == "median" and isinstance(rounds, tuple) and len(rounds) >= 2:
+        return np.array([np.median(np.asarray(times, float)) for _, times in rounds]), 0.5
+    return repeats, spec.quantile
+
+
 def compare_results(a: pd.DataFrame, b: pd.DataFrame, *, statistic: str = "p10", threshold: float = 0.02,
                     alpha: float = 0.01, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Compare every point that ``a`` and ``b`` both measured.
@@ -51,7 +66,7 @@ def compare_results(a: pd.DataFrame, b: pd.DataFrame, *, statistic: str = "p10",
     level : float
         Confidence level of the bootstrap interval of the ratio.
     n_boot : int
-        Bootstrap resamples (each point's repeats resampled with replacement, independently).
+        Bootstrap resamples (``scipy.stats.bootstrap``: each run's sample resampled on its own).
     seed : int
         Seeds the bootstrap.
 
@@ -68,7 +83,6 @@ def compare_results(a: pd.DataFrame, b: pd.DataFrame, *, statistic: str = "p10",
     """
     from scipy import stats
 
-    quantile = statistic_named(statistic).quantile
     keys = [k for k in POINT_KEYS if k in a and k in b]
     left = a.drop_duplicates(keys).set_index(keys)
     right = b.drop_duplicates(keys).set_index(keys)
@@ -76,17 +90,26 @@ def compare_results(a: pd.DataFrame, b: pd.DataFrame, *, statistic: str = "p10",
     if not len(common):
         raise CrossoverError("the two results have no point in common (same device, sizes, mode, dtype, ...)")
     rng = np.random.default_rng(seed)
-    tail = 50 * (1 - level)
+    column = statistic_named(statistic).column
     rows = []
     for point in common:
         times_a = np.asarray(left.at[point, "raw_times_s"], float)
         times_b = np.asarray(right.at[point, "raw_times_s"], float)
         if not (len(times_a) and len(times_b)):
             raise CrossoverError(f"point {dict(zip(keys, point))} has no raw repeats: load with raw=True")
-        a_s, b_s = float(_quantile(times_a, quantile)), float(_quantile(times_b, quantile))
-        draws_a = _quantile(rng.choice(times_a, (n_boot, len(times_a))), quantile, axis=1)
-        draws_b = _quantile(rng.choice(times_b, (n_boot, len(times_b))), quantile, axis=1)
-        low, high = np.percentile(draws_b / draws_a, [tail, 100 - tail])
+        (sample_a, q_a), (sample_b, q_b) = _sample(left.loc[point], statistic), _sample(right.loc[point], statistic)
+        # the estimate is the statistic's own column where the results have it (the combined rounds)
+        a_s = float(left.at[point, column]) if column in left and np.isfinite(left.at[point, column]) \
+            else float(_quantile(sample_a, q_a))
+        b_s = float(right.at[point, column]) if column in right and np.isfinite(right.at[point, column]) \
+            else float(_quantile(sample_b, q_b))
+        ratio_of = lambda x, y, axis=-1: _quantile(y, q_b, axis=axis) / _quantile(x, q_a, axis=axis)  # noqa: E731
+        if len(sample_a) > 1 and len(sample_b) > 1:
+            found = stats.bootstrap((sample_a, sample_b), ratio_of, n_resamples=n_boot, confidence_level=level,
+                                    method="percentile", vectorized=True, random_state=rng)
+            low, high = found.confidence_interval
+        else:  # one value a side: nothing to resample
+            low = high = b_s / a_s
         p_value = float(stats.mannwhitneyu(times_a, times_b, alternative="two-sided").pvalue)
         ratio = b_s / a_s
         changed = p_value < alpha and not (low <= 1 <= high) and abs(ratio - 1) > threshold
