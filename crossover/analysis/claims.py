@@ -210,8 +210,8 @@ def _who_wins(key: str, curve: pd.DataFrame, claim_cpu_wins: bool, axis_label: s
     agree = ~curve["gpu_wins"] if claim_cpu_wins else curve["gpu_wins"]
     numbers = dict(k=(int(agree.sum()), "n"), n=(len(curve), "n"), lo=(curve.index.min(), "n"),
                    hi=(curve.index.max(), "n"), axis=(axis_label, "text"),
-                   ratio_lo=(float((1 / curve["speedup"]).min()), "x"), ratio_hi=(float((1 / curve["speedup"]).max()), "x"))
-    text = ("CPU faster at {k} of {n} {axis} values ({lo}--{hi}); GPU time / CPU time "
+                   ratio_lo=(float(curve["speedup"].min()), "x"), ratio_hi=(float(curve["speedup"].max()), "x"))
+    text = ("CPU faster at {k} of {n} {axis} values ({lo}--{hi}); speed-up t_cpu / t_gpu "
             "{ratio_lo}--{ratio_hi}")
     verdict = REPRODUCED if agree.all() else CONTRADICTED if not agree.any() else REFINED
     return ClaimResult(key, verdict, text, numbers)
@@ -228,12 +228,12 @@ def _fixed(curve: pd.DataFrame) -> ClaimResult:
         return ClaimResult("fixed", REFINED, "GPU faster at all {n} depths ({lo}--{hi}); {shallow} at {lo} layers", numbers)
     first = int(np.argmax(cpu_wins))
     numbers.update(first=(curve.index[first], "n"), d=(curve["d_model"].iloc[first], "n"),
-                   ratio=(1 / curve["speedup"].iloc[first], "x"))
+                   ratio=(curve["speedup"].iloc[first], "x"))
     if cpu_wins[0]:
         return ClaimResult("fixed", CONTRADICTED, "CPU faster already at the shallowest ({lo} layers)", numbers)
     suffix = cpu_wins[first:].all()
     text = ("depths {lo}--{hi}: GPU {shallow} faster at {lo} layers; CPU faster from {first} layers "
-            "(d_model {d}; GPU time / CPU time {ratio})")
+            "(d_model {d}; speed-up t_cpu / t_gpu {ratio})")
     return ClaimResult("fixed", REPRODUCED if suffix else REFINED, text, numbers)
 
 
@@ -248,11 +248,11 @@ def _mnist(train: pd.DataFrame) -> ClaimResult:
     cpu_wins = ~near["gpu_wins"]
     every = smallest[~smallest["gpu_wins"]]
     numbers = dict(params=(int(smallest["params"].iloc[0]), "n"), k=(int(cpu_wins.sum()), "n"), n=(len(near), "n"),
-                   b=(near["batch_size"].max(), "n"), ratio=(1 / near["speedup"].iloc[-1], "x"),
+                   b=(near["batch_size"].max(), "n"), ratio=(near["speedup"].iloc[-1], "x"),
                    max_b=(every["batch_size"].max() if len(every) else np.nan, "n"),
                    claimed=(MNIST_PARAMS, "n"))
     text = ("smallest model trained: {params} parameters; CPU faster at {k} of {n} batches up to {b} "
-            "(GPU time / CPU time {ratio} at {b}); the largest batch the CPU wins: {max_b}")
+            "(speed-up t_cpu / t_gpu {ratio} at {b}); the largest batch the CPU wins: {max_b}")
     verdict = REPRODUCED if cpu_wins.all() else CONTRADICTED if not cpu_wins.any() else REFINED
     return ClaimResult("mnist", verdict, text, numbers)
 
@@ -271,9 +271,9 @@ def mnist_zoo_claim(points: pd.DataFrame) -> ClaimResult:
     around = pd.concat([below, above]).drop_duplicates("batch_size")
     cpu_wins = ~around["gpu_wins"].astype(bool)
     numbers = dict(params=(MNIST_PARAMS, "n"), batches=(", ".join(str(int(b)) for b in around["batch_size"]), "text"),
-                   ratios=(", ".join(f"{g / c:.2g}" for g, c in zip(around["gpu_s"], around["cpu_s"])), "text"),
+                   ratios=(", ".join(f"{c / g:.2g}" for g, c in zip(around["gpu_s"], around["cpu_s"])), "text"),
                    k=(int((~points["gpu_wins"].astype(bool)).sum()), "n"), n=(len(points), "n"))
-    text = ("the MNIST MLP itself ({params} parameters), training step: GPU time / CPU time {ratios} at batch "
+    text = ("the MNIST MLP itself ({params} parameters), training step: speed-up t_cpu / t_gpu {ratios} at batch "
             "{batches} (around the claim's); the CPU faster at {k} of {n} batches measured")
     verdict = (REPRODUCED if cpu_wins.all() and len(around) == 2 else CONTRADICTED if not cpu_wins.any()
                else REFINED)
