@@ -23,5 +23,26 @@ def test_a_trace_that_is_no_polynomial_of_the_size_is_traced_for_real(monkeypatc
 
     monkeypatch.setattr(T, "traced_toy", odd)
     monkeypatch.setattr(T, "_TEMPLATES", {})
+    monkeypatch.setattr(T, "shipped_templates", lambda: {})
     assert T.toy_trace(40, 1, 3) == odd(40, 1, 3, "forward", "float32")
     assert T._TEMPLATES[1, "forward", "float32"] is None
+
+
+def test_the_shipped_templates_are_those_the_installed_torch_builds(tmp_path):
+    import torch
+
+    written = T.write_templates(tmp_path / "toy_traces.json")
+    fresh = T.shipped_templates(written)
+    assert set(fresh) == set(T._SHIPPED_KEYS)
+    shipped = T.shipped_templates()
+    if not shipped:
+        pytest.skip(f"the shipped templates are of another torch than {torch.__version__}: "
+                    "python -m crossover.fit.toy_trace rewrites them")
+    assert shipped == fresh
+
+
+def test_templates_of_another_torch_are_not_used(tmp_path):
+    path = tmp_path / "toy_traces.json"
+    path.write_text('{"torch": "0.0.1", "templates": []}')
+    assert T.shipped_templates(path) == {}
+    assert T.shipped_templates(tmp_path / "absent.json") == {}

@@ -19,10 +19,14 @@ traced for real at every size instead (the same rows either way:
 
 from __future__ import annotations
 
+import json
+import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Optional
 
-__all__ = ["toy_trace", "traced_toy", "D_NODES", "B_NODES", "CHECK_SIZES", "ONE_SIZES"]
+__all__ = ["toy_trace", "traced_toy", "shipped_templates", "write_templates", "D_NODES", "B_NODES", "CHECK_SIZES",
+           "ONE_SIZES", "SHIPPED"]
 
 #: The widths and batch sizes traced for real to interpolate from (three each: degree two in both).
 D_NODES = (16, 17, 19)
@@ -35,6 +39,9 @@ ONE_SIZES = ((1, 1), (1, 7))
 #: Fields of a trace row that are numbers of the size; the others must be the same at every size.
 _NUMBERS = ("flops", "bytes_read", "bytes_written")
 _TEMPLATES: dict = {}  # (n_layers, workload, dtype) -> template (see _template), or None: trace for real
+#: The shipped templates: of one and two layers, each workload and dtype, for one torch version.
+SHIPPED = Path(__file__).with_name("toy_traces.json")
+_SHIPPED_KEYS = [(n, w, d) for n in (1, 2) for w in ("forward", "train") for d in ("float32", "float16", "bfloat16")]
 
 
 def traced_toy(d_model: int, n_layers: int, batch_size: int, workload: str, dtype: str) -> tuple:
@@ -161,8 +168,55 @@ def toy_trace(d_model: int, n_layers: int, batch_size: int, workload: str = "for
     """
     key = (n_layers, workload, dtype)
     if key not in _TEMPLATES:
-        _TEMPLATES[key] = _template(n_layers, workload, dtype)
+        shipped = shipped_templates()
+        _TEMPLATES[key] = shipped[key] if key in shipped else _template(n_layers, workload, dtype)
     template = _TEMPLATES[key]
     if template is None or (d_model == 1 and not template[2]):
         return traced_toy(d_model, n_layers, batch_size, workload, dtype)
     return _from_template(template, int(d_model), int(batch_size))
+
+
+def shipped_templates(path: Path = SHIPPED) -> dict:
+    """The templates in ``path`` (``(n_layers, workload, dtype)`` -> template) when they were built with
+    the installed torch; ``{}`` otherwise (missing, unreadable, or another torch)."""
+    import torch
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    if data.get("torch") != torch.__version__:
+        return {}
+    out = {}
+    for item in data.get("templates", []):
+        skeleton = tuple({**row, "input_shapes": tuple(row["input_shapes"]), "output_shapes": tuple(row["output_shapes"])}
+                         for row in item["skeleton"])
+        coefficients = tuple(tuple(tuple(term) for term in terms) for terms in item["coefficients"])
+        out[item["n_layers"], item["workload"], item["dtype"]] = (skeleton, coefficients, bool(item["ones"]))
+    return out
+
+
+def write_templates(path: Path = SHIPPED) -> Path:
+    """Build the templates of :data:`_SHIPPED_KEYS` with the installed torch and write them to ``path``.
+
+    Raises
+    ------
+    RuntimeError
+        Where a template cannot be built (the toy's trace is no polynomial of its size).
+    """
+    import torch
+
+    templates = []
+    for n_layers, workload, dtype in _SHIPPED_KEYS:
+        template = _template(n_layers, workload, dtype)
+        if template is None:
+            raise RuntimeError(f"no template of the toy's trace ({n_layers} layers, {workload}, {dtype})")
+        skeleton, coefficients, ones = template
+        templates.append(dict(n_layers=n_layers, workload=workload, dtype=dtype, ones=ones,
+                              skeleton=list(skeleton), coefficients=[list(map(list, terms)) for terms in coefficients]))
+    Path(path).write_text(json.dumps(dict(torch=torch.__version__, templates=templates), separators=(",", ":")) + "\n")
+    return Path(path)
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_templates(Path(sys.argv[1]) if len(sys.argv) > 1 else SHIPPED)}")
