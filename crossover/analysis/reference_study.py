@@ -11,11 +11,16 @@ fits and intervals:
 - :func:`assign_roles`: the series by role (``Vm``, ``Host``, ``Cuda``, ``VmB``, ...);
 - :func:`fit_baseline`: each role's baseline series fitted with :data:`PAPER_STATISTIC` and
   :data:`N_BOOT` bootstrap resamples, seeded by the series' label
-  (:func:`crossover.fit.series_fit.series_seed`, as every entry point seeds it).
+  (:func:`crossover.fit.series_fit.series_seed`, as every entry point seeds it);
+- :func:`prefetching` and :func:`prefetch_baseline`: the fits a caller will ask :func:`fit_baseline`
+  for, started at once in one pool of processes (the paper's numbers ask for some twenty series in
+  six calls: fitted call by call, two processes idle while one fits a slow series).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from concurrent.futures import ProcessPoolExecutor
 from typing import Optional, Sequence
 
@@ -27,7 +32,8 @@ from ..fit.validation import candidate_models
 
 __all__ = [
     "BASELINE", "ANCHOR", "N_BOOT", "PAPER_STATISTIC", "ROLES",
-    "main_runs", "baseline_rows", "host_machine", "assign_roles", "fit_baseline",
+    "main_runs", "baseline_rows", "host_machine", "assign_roles", "fit_baseline", "prefetching",
+    "prefetch_baseline",
 ]
 
 #: The setting the paper's main fits and crossovers use (besides each device's usual thread count).
@@ -133,16 +139,21 @@ def _fit_one(args):
     return fit_series(rows, models, n_boot=n_boot, seed=seed, label=label, statistic=statistic)
 
 
-def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
-                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
-                 extra_models: Sequence[str] = ()) -> dict:
-    """Role -> :class:`crossover.fit.series_fit.SeriesFit` of its baseline series (None: too few points).
+#: Fits started ahead (:func:`prefetch_baseline`): task key -> Future of its SeriesFit; the pool.
+_PREFETCHED: dict = {}
+_POOL: list = []
 
-    Every role is fitted with the candidate ``models`` (default: its series',
-    :func:`crossover.fit.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
-    resamples seeded by the series' label (``machine/device``) and each point's latency
-    ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results).
-    """
+
+def _task_key(task) -> str:
+    """What a fit task computes: its rows (every value, as text) and its options."""
+    rows, *options = task
+    digest = hashlib.sha256(repr(options).encode())
+    digest.update(rows.to_csv().encode())
+    return digest.hexdigest()
+
+
+def _tasks(frame, roles, *, models, n_boot, seed, min_points, statistic, extra_models) -> tuple:
+    """``(roles, tasks)`` of :func:`fit_baseline`: one :func:`_fit_one` task per role with enough points."""
     base = baseline_rows(frame)
     tasks, names = [], []
     for role, (machine, device) in sorted(roles.items()):
@@ -153,11 +164,62 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[
             tasks.append((rows.reset_index(drop=True), candidates + tuple(extra_models), n_boot,
                           series_seed(label, seed), label, statistic))
             names.append(role)
-    fits = dict.fromkeys(roles)
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            results = list(pool.map(_fit_one, tasks))
+    return names, tasks
+
+
+@contextlib.contextmanager
+def prefetching(jobs: int):
+    """A block in which :func:`prefetch_baseline` starts fits in ``jobs`` processes (none where
+    ``jobs`` < 2: the fits are then made when asked for); forgotten at its end."""
+    if jobs < 2:
+        yield
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        _POOL.append(pool)
+        try:
+            yield
+        finally:
+            _POOL.remove(pool)
+            for future in _PREFETCHED.values():
+                future.cancel()
+            _PREFETCHED.clear()
+
+
+def prefetch_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None,
+                      n_boot: int = N_BOOT, seed: int = 0, min_points: int = 8, statistic: str = PAPER_STATISTIC,
+                      extra_models: Sequence[str] = (), jobs: int = 1) -> None:
+    """Start the fits :func:`fit_baseline` with the same arguments will return, in the pool of the
+    enclosing :func:`prefetching` block (nothing outside one): the same fits, made sooner."""
+    if not _POOL:
+        return
+    for task in _tasks(frame, roles, models=models, n_boot=n_boot, seed=seed, min_points=min_points,
+                       statistic=statistic, extra_models=extra_models)[1]:
+        key = _task_key(task)
+        if key not in _PREFETCHED:
+            _PREFETCHED[key] = _POOL[-1].submit(_fit_one, task)
+
+
+def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
+                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
+                 extra_models: Sequence[str] = ()) -> dict:
+    """Role -> :class:`crossover.fit.series_fit.SeriesFit` of its baseline series (None: too few points).
+
+    Every role is fitted with the candidate ``models`` (default: its series',
+    :func:`crossover.fit.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
+    resamples seeded by the series' label (``machine/device``) and each point's latency
+    ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results). A fit started
+    by :func:`prefetch_baseline` is taken from there.
+    """
+    names, tasks = _tasks(frame, roles, models=models, n_boot=n_boot, seed=seed, min_points=min_points,
+                          statistic=statistic, extra_models=extra_models)
+    started = {i: _PREFETCHED.get(_task_key(t)) for i, t in enumerate(tasks)} if _PREFETCHED else {}
+    todo = [t for i, t in enumerate(tasks) if started.get(i) is None]
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            done = iter(list(pool.map(_fit_one, todo)))
     else:
-        results = [_fit_one(t) for t in tasks]
+        done = iter([_fit_one(t) for t in todo])
+    results = [started[i].result() if started.get(i) is not None else next(done) for i in range(len(tasks))]
+    fits = dict.fromkeys(roles)
     fits.update(zip(names, results))
     return fits
