@@ -146,7 +146,7 @@ def _run_fit_requests(suffix: str, roles: dict, everything: pd.DataFrame, runs: 
 def headline_fit_requests(everything: pd.DataFrame, rounds: pd.DataFrame, roles: dict) -> list:
     """The ``(rows, roles)`` :func:`headline_macros` fits (with
     :func:`crossover.analysis.reference_study.fit_baseline`), known before it runs: to start them early
-    (:func:`crossover.analysis.reference_study.prefetch_baseline`). ``rounds`` as :func:`headline_macros` takes them."""
+    (:func:`crossover.analysis.reference_study.prefetch_baselines`). ``rounds`` as :func:`headline_macros` takes them."""
     rounds = _with_sequence(rounds)
     requests = []
     for suffix in machine_suffixes(roles):

@@ -55,7 +55,7 @@ from ..results.store import load_results
 # The study's choices, re-exported under their old home (public names of this module before
 # crossover.analysis.reference_study; new code imports them from crossover.analysis.reference_study).
 from ..analysis.reference_study import (ANCHOR, BASELINE, N_BOOT, PAPER_STATISTIC, ROLES, assign_roles,
-                                        baseline_rows, fit_baseline, main_runs, prefetch_baseline, prefetching)
+                                        baseline_rows, fit_baseline, main_runs, prefetch_baselines, prefetching)
 
 __all__ = [
     "Macro", "BASELINE", "ANCHOR", "ROLES", "PARAM_NAMES", "BAR_MAPE_PCT", "BAR_WITHIN_PCT", "TOLERANCE_PCT",
@@ -96,16 +96,15 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
 def _macros(results, everything, frame, dirs, every_round, rounds, roles, superseded, *, n_boot, seed, jobs, models,
             level, prices, price_overrides) -> list:
     """:func:`compute_macros` once the results are loaded: every fit it reads is started at once
-    (:func:`crossover.analysis.reference_study.prefetch_baseline`, in ``jobs`` processes), then the macros
+    (:func:`crossover.analysis.reference_study.prefetch_baselines`, in ``jobs`` processes), then the macros
     are computed in order, each waiting for the fits it reads."""
     fit_options = dict(models=models, n_boot=n_boot, seed=seed, jobs=jobs)
     # the headline's runs first: one of them fits far longer than its few points suggest (its rounds'
     # refits converge slowly), and a long fit started last keeps one process busy alone at the end
-    for rows, run_roles in headline_fit_requests(everything, every_round, roles):
-        prefetch_baseline(rows, run_roles, **fit_options)
-    prefetch_baseline(frame, roles, **fit_options)
-    prefetch_baseline(frame, roles, **fit_options, statistic="p10")
-    prefetch_baseline(frame, roles, **dict(fit_options, n_boot=0), extra_models=GEMM_MODELS)
+    prefetch_baselines([(rows, run_roles, fit_options)
+                        for rows, run_roles in headline_fit_requests(everything, every_round, roles)]
+                       + [(frame, roles, fit_options), (frame, roles, dict(fit_options, statistic="p10")),
+                          (frame, roles, dict(fit_options, n_boot=0, extra_models=GEMM_MODELS))])
     fits = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs)
     for role in ROLES:  # the paper's roles always exist, as n/a if absent
         fits.setdefault(role, None)
