@@ -5,7 +5,7 @@ The sweep's time is the suite's planned measurements (``plan_rounds``: every poi
 the anchor's readings, on the node's devices) times the seconds a measurement took in a shipped run
 of a similar protocol on that kind of machine (the run's span, first to last timestamp, over its rows;
 a run measured in parts: the sum of the parts' spans over the sum of their rows). The fixed steps'
-seconds are the measured ones quoted in the README and ``experiments/results/nvidia-h200-16c/README.md``.
+seconds are the measured ones quoted in docs/fleet.md and ``experiments/results/nvidia-h200-16c/README.md``.
 With ``--shards N`` a suite's sweep is split N ways but every node pays the fixed steps and the
 anchor: node-hours = N x fixed + sweep (+ the anchor's extra readings).
 
@@ -24,9 +24,9 @@ from crossover.results.store import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-#: Seconds of a job's fixed steps, measured: calibration --quick 70 s on the 2-core VM (README), 77.6 s
+#: Seconds of a job's fixed steps, measured: calibration --quick 70 s on the 2-core VM (docs/fleet.md), 77.6 s
 #: (CPU) and 45.7 s (CUDA) on the H200's node (its README); the noise floor's default protocol, 3
-#: windows of about 30 s with 10 s pauses (``crossover noise --help``); peaks about 10 s (README); five
+#: windows of about 30 s with 10 s pauses (``crossover noise --help``); peaks about 10 s (docs/fleet.md); five
 #: ``python -m crossover`` starts of about 2.3 s each (the VM).
 FIXED_S = {
     "2-core CPU VM": {"calibrate": 70.0, "noise": 110.0, "peaks": 10.0, "starts": 5 * 2.3},

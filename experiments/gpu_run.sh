@@ -78,7 +78,7 @@ stage zoo-cpu-1t 40 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cp
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
-stage peaks 15 $PY -m crossover peaks --devices "$devices" --out "$work"
+stage peaks 15 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then

@@ -1,11 +1,12 @@
 """Shipped zoo measurements against predictions from shipped profiles: the own-model check away from
 this machine (no measuring; seconds on any laptop).
 
-    python experiments/zoo_check.py ZOO_DIR --profiles CPU_PROFILE GPU_PROFILE [--markdown]
+    python experiments/zoo_check.py ZOO_DIR --profiles CPU_PROFILE GPU_PROFILE
+    python experiments/zoo_check.py --set h100-run2     # a set of experiments/results/zoo_checks.toml
 
 ``ZOO_DIR`` holds ``measure-<model>-<workload>-<device>.json`` files (``crossover measure --model
 --json``, as ``experiments/gpu_zoo.py`` writes them); every model is traced and predicted with
-``crossover.decide`` on the profiles at the measured batch sizes. Prints, per model and device, the
+``crossover.decide`` on the profiles (:mod:`crossover.analysis.zoo_runs`) at the measured batch sizes. Prints, per model and device, the
 median and worst |error| (latency = the 10th percentile of the pooled repeats on both sides) against the
 GPU issue's target (median ≤ 10%, worst ≤ 25%), then per model with both devices measured the measured
 and predicted crossover batch (log-interpolated between batch sizes; within ×1.5 holds) and the winner
@@ -18,63 +19,34 @@ at every point whose devices differ by more than 10%. Example, the H200's second
 from __future__ import annotations
 
 import argparse
-import json
-import warnings
 from pathlib import Path
 
-import pandas as pd
-
-ZOO = Path(__file__).resolve().parent / "zoo"
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
-
-
-def read_measurements(folder: Path) -> pd.DataFrame:
-    """One row per measured point: model, workload, device, batch_size, measured_s."""
-    rows = []
-    for path in sorted(folder.glob("measure-*.json")):
-        data = json.loads(path.read_text())
-        name = Path(str(data["model"]).split(":")[0]).stem
-        for point in data["points"]:
-            rows.append(dict(model=name, workload=data["workload"], device=data["device"],
-                             batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
-                             input_shape=tuple(data["input_shape"])))
-    return pd.DataFrame(rows)
-
-
-def predictions(measured: pd.DataFrame, profiles) -> pd.DataFrame:
-    """``measured`` with ``predicted_s`` from each profile of the point's device."""
-    import crossover
-    from crossover.opcost.profiles import load_profile
-
-    from gpu_zoo import zoo_entries  # beside this script: the zoo's shapes and input dtypes, read once
-
-    dtypes = {name: dtype for name, _, _, dtype in zoo_entries()}
-    devices = {load_profile(p).device: str(p) for p in profiles}
-    out = []
-    for (name, workload), group in measured.groupby(["model", "workload"], sort=False):
-        batches = sorted(set(group["batch_size"]))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            decision = crossover.decide(model=f"{ZOO / name}.py:model", input_shape=group["input_shape"].iloc[0],
-                                        batch_size=batches, workload=workload,
-                                        profiles=[devices[d] for d in sorted(set(group["device"])) if d in devices],
-                                        input_dtype=dtypes[name])
-        guess = {(d["device"], d["batch_size"]): d["latency_s"] for d in decision.devices}
-        out.append(group.assign(predicted_s=[guess.get((d, b)) for d, b in zip(group["device"], group["batch_size"])]))
-    return pd.concat(out, ignore_index=True)
 
 
 def main(argv=None) -> int:
     from crossover.analysis.zoo_check import crossover_table, error_table
+    from crossover.analysis.zoo_runs import predict_measurements, read_measurements, read_zoo_sets
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("zoo", type=Path, help="folder of measure-*.json files")
-    parser.add_argument("--profiles", nargs="+", required=True, help="profile folders (one per device)")
+    parser.add_argument("zoo", type=Path, nargs="?", help="folder of measure-*.json files")
+    parser.add_argument("--profiles", nargs="+", help="profile folders (one per device)")
+    parser.add_argument("--set", dest="zoo_set", help="a shipped zoo set of experiments/results/zoo_checks.toml "
+                        "(its folder and the profiles of its visit), instead of ZOO and --profiles")
     args = parser.parse_args(argv)
+    if args.zoo_set:
+        sets = {s.name: s for s in read_zoo_sets()}
+        if args.zoo_set not in sets:
+            parser.error(f"no zoo set {args.zoo_set!r}; the shipped ones: {', '.join(sets)}")
+        args.zoo, args.profiles = sets[args.zoo_set].zoo, list(sets[args.zoo_set].profiles)
+        if sets[args.zoo_set].tuned:
+            print(f"(modelling choices made looking at this set: {sets[args.zoo_set].tuned})")
+    elif args.zoo is None or not args.profiles:
+        parser.error("give ZOO and --profiles, or --set NAME")
     measured = read_measurements(args.zoo)
     if measured.empty:
         parser.error(f"no measure-*.json in {args.zoo}")
-    frame = predictions(measured, args.profiles)
+    frame = predict_measurements(measured, args.profiles)
     errors = error_table(frame)
     print(f"{args.zoo}: predicted from {', '.join(map(str, args.profiles))}\n")
     print("| model | workload | device | points | median error | worst error | bias | target |")

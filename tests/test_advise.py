@@ -273,7 +273,7 @@ def test_advise_on_the_toy_uses_measured_latencies_where_the_data_hold_them(cli_
     from crossover.results.store import load_results
 
     run = cli_in_process("advise", "--d-model", 128, "--n-layers", 128, "--slo-ms", 10, "--rate", 10000,
-                         "--machine", "nvidia-h200-16c", "--models", "roofline", "--n-boot", 5, "--quiet", "--json")
+                         "--only-machine", "nvidia-h200-16c", "--models", "roofline", "--n-boot", 5, "--quiet", "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     validate(data)
@@ -294,7 +294,7 @@ def test_a_point_of_one_round_borrows_its_devices_spread(cli_in_process):
     """The H100 host's thread sweep measured each point once: its upper end is its latency times the
     median slowest-round ratio of the same device's points measured in several rounds."""
     run = cli_in_process("advise", "--d-model", 128, "--n-layers", 128, "--slo-ms", 100, "--rate", 1000,
-                         "--machine", "nvidia-h100-80gb-hbm3-16c", "--models", "roofline", "--n-boot", 5, "--quiet",
+                         "--only-machine", "nvidia-h100-80gb-hbm3-16c", "--models", "roofline", "--n-boot", 5, "--quiet",
                          "--json")
     assert run.returncode == 0, run.stderr
     options = {o["label"]: o for o in json.loads(run.stdout)["options"]}

@@ -360,10 +360,10 @@ def test_parameters_flag_estimates_on_their_bound():
 
 def test_cli_predict_machine_filter(capsys, results_dir):
     args = ["predict", *SIZES, "--results", results_dir, "--models", "affine", "--n-boot", 5]
-    status, out, err = run(capsys, *args, "--machine", "synth", "--json")
+    status, out, err = run(capsys, *args, "--only-machine", "synth", "--json")
     assert status == 0, err
     assert {item["machine"] for item in json.loads(out)["devices"]} == {"synth"}
-    status, out, err = run(capsys, *args, "--machine", "elsewhere")
+    status, out, err = run(capsys, *args, "--only-machine", "elsewhere")
     assert status == 2 and "machine=elsewhere" in err
 
 

@@ -133,6 +133,45 @@ def test_a_gpu_profile_is_composed_for_synchronised_steps():
     assert profile.meta["reference_models"][0]["measured_s"] == pytest.approx(40 * us)
 
 
+def test_past_a_gpu_convolution_grid_the_extra_flops_run_at_its_best_rate():
+    """A GPU's convolution grid whose edge cells are launch-bound (every cell 20 µs: the host's issue rate)
+    costs a larger convolution's extra FLOPs at the grid's best rate, not at the edge cell's own; a CPU's
+    grid keeps the edge cell's rate (its time there is the kernel's own work)."""
+    us = 1e-6
+    rows = _cuda_rows()
+    for m in (256, 1024):
+        for kn in (200, 2000):
+            seconds = 20 * us if (m, kn) != (1024, 2000) else 40 * us  # one compute-bound cell: 204.8 GFLOP/s
+            row = _row("conv2d", seconds, family="conv", m=m, x=2.0 * m * kn)
+            rows.append(dict(row, key=row["key"] + f"/{kn}", shape="1x3x16x16"))
+    gpu = build_profile(rows, device="cuda", machine="gpu").grids["conv@16"]
+    best = 2.0 * 1024 * 2000 / (40 * us)
+    assert gpu.rate == pytest.approx(best) and gpu.best_rate == pytest.approx(best)
+    # an output 8x the grid's largest at its smallest weight: the edge cell is 20 µs at 20.5 GFLOP/s
+    extra = 2.0 * (8 * 1024 - 1024) * 200
+    assert gpu(8 * 1024, 200) == pytest.approx(20 * us + extra / best)
+    cpu = build_profile([r for r in rows if r["name"] not in ("sync", "launch_sync")], device="cpu",
+                        machine="m").grids["conv@16"]
+    assert cpu.rate is None and cpu(8 * 1024, 200) == pytest.approx(8 * 20 * us)
+
+
+def test_a_gpu_profile_costs_products_past_its_grid_at_its_drift_references_rate():
+    """On a GPU the drift reference (2048^3) runs faster per FLOP than any grid cell: the matrix grids'
+    rate past their edge is the best of the two (the quiet rounds' reference), on a CPU the grid's own."""
+    us = 1e-6
+    rows = _cuda_rows()
+    m = 2048
+    flops = 2.0 * m**3
+    for round_, seconds in enumerate((flops / 40e12, flops / 20e12)):  # the second round drifted (twice as slow)
+        rows.append(dict(_row("addmm", seconds, family="reference", m=m, k=m, n=m, round_=round_, reference=True),
+                         n=m))
+    profile = build_profile(rows, device="cuda", machine="gpu")
+    assert profile.grids["matmul"].rate == pytest.approx(40e12, rel=1e-6) and profile.peak_flop_rate == pytest.approx(40e12)
+    grid_best = max(2.0 * a * b / profile.grids["matmul"](a, b) for a in profile.grids["matmul"].m
+                    for b in profile.grids["matmul"].kn)
+    assert grid_best < 1e12  # the grid's own cells are launch-bound (11 us each)
+
+
 def test_the_gpu_drift_reference_times_the_device():
     from crossover.opcost.calibration_plan import GPU_REFERENCE_MNK, reference_point
 

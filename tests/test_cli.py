@@ -79,7 +79,7 @@ def test_measure_bad_input_exits_2_with_one_line(cli, args, fragment):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_without_cuda_exits_2(cli, tmp_path):
     assert_clean_error(cli("measure", "--device", "cuda"), "CUDA is not available")
-    assert_clean_error(cli("sweep", ROOT / "experiments/suites/quick.toml", "--out", tmp_path, "--devices", "cuda"),
+    assert_clean_error(cli("sweep", ROOT / "experiments/suites/quick.toml", "--out", tmp_path, "--device", "cuda"),
                        "CUDA is not available")
 
 
@@ -132,7 +132,7 @@ def test_exit_codes_are_in_the_help_and_an_internal_error_is_status_3(cli, monke
         action.set_defaults(func=broken)
     assert cli_module.main(["env"]) == 3
     assert capsys.readouterr().err.strip().splitlines() == [
-        "crossover: internal error: ZeroDivisionError: a bug (CROSSOVER_DEBUG=1 shows the traceback)"]
+        "crossover: internal error: ZeroDivisionError: a bug (rerun with -v for the traceback)"]
 
 
 def test_the_first_cpu_sweep_records_a_calibration_beside_its_results_and_resume_does_not_again(cli, tmp_path):
@@ -140,7 +140,7 @@ def test_the_first_cpu_sweep_records_a_calibration_beside_its_results_and_resume
     suite.write_text('name = "s"\n[defaults]\nd_model = 16\nn_layers = 2\n[timing]\nmax_run_time_s = 0.02\n'
                      'min_run_time_s = 0.01\n[[sweep]]\nname = "b"\nbatch_size = [1, 2]\n')
     out = tmp_path / "out"
-    first = cli("sweep", suite, "--out", out, "--quiet", "--calibration-plan", "smoke")
+    first = cli("sweep", suite, "--out", out, "--calibration-plan", "smoke")
     assert first.returncode == 0, first.stderr
     profile = out / "calibration" / "profile.json"
     assert profile.exists() and "calibrating this CPU" in first.stderr

@@ -155,9 +155,13 @@ def test_torch_measurements_give_the_median_and_compare_renders(results, tmp_pat
     assert "4 threads" in table
 
 
-def test_cli_exports_and_reports_errors_in_one_line(cli, results, tmp_path, capsys):
-    assert main(["export", str(results), "--format", "pyperf", "--out", str(tmp_path / "cli.json")]) == 0
+def test_cli_exports_into_a_directory_and_reports_errors_in_one_line(cli, results, tmp_path, capsys):
+    assert main(["export", str(results), "--format", "pyperf", "--out", str(tmp_path / "exports")]) == 0
     assert "wrote" in capsys.readouterr().out
+    assert len(pyperf.BenchmarkSuite.load(str(tmp_path / "exports" / "pyperf.json")).get_benchmarks()) == 7
+    # the old spelling, --out FILE, still writes that file, and says what replaces it
+    assert main(["export", str(results), "--format", "pyperf", "--out", str(tmp_path / "cli.json")]) == 0
+    assert "--out FILE is deprecated" in capsys.readouterr().err
     assert len(pyperf.BenchmarkSuite.load(str(tmp_path / "cli.json")).get_benchmarks()) == 7
 
     def error_of(*argv):
@@ -169,12 +173,14 @@ def test_cli_exports_and_reports_errors_in_one_line(cli, results, tmp_path, caps
 
     assert "does not exist" in error_of("export", tmp_path / "missing", "--format", "pyperf", "--out", tmp_path / "x")
     assert "invalid choice" in error_of("export", results, "--format", "csv", "--out", tmp_path / "x")
-    assert "directory" in error_of("export", results, "--format", "torch", "--out", tmp_path / "no" / "x.pkl")
+    assert "directory" in error_of("export", results, "--format", "torch", "--out", tmp_path / "no" / "x.pkl", "-q")
+    (tmp_path / "a-file").write_text("")
+    assert "is a file, not a directory" in error_of("export", results, "--format", "torch", "--out", tmp_path / "a-file")
     shim = tmp_path / "shim"  # a pyarrow that fails to import, as where it is not installed
     shim.mkdir()
     (shim / "pyarrow.py").write_text("raise ImportError('no pyarrow here')\n")
-    blocked = cli("export", results, "--format", "parquet", "--out", tmp_path / "x.parquet",
+    blocked = cli("export", results, "--format", "parquet", "--out", tmp_path / "x",
                   env={"PYTHONPATH": f"{shim}:{ROOT}"})
     assert blocked.returncode == 2 and len(blocked.stderr.strip().splitlines()) == 1, blocked.stderr
     assert "pip install 'crossover[export]'" in blocked.stderr and "pyarrow" in blocked.stderr
-    assert not (tmp_path / "x.parquet").exists()
+    assert not (tmp_path / "x" / "repeats.parquet").exists()

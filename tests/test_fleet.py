@@ -4,8 +4,8 @@ merged on the anchor they all measure, compared beyond their noise and priced.
 Most tests run the fleet's jobs with submitit's debug executor (in this process) and a fake of each
 step's command (:func:`crossover.measurement.fleet_job._run_step`), whose sweep is the real sweep with a
 fake timer: what the fleet does with jobs, records, directories and rows is checked without timing
-anything. One serial test runs a whole fleet for real (two shards, every step), as the README's
-must-show does with the local executor.
+anything. One serial test runs a whole fleet for real (two shards, every step), as docs/fleet.md
+shows with the local executor.
 """
 
 import json
@@ -152,9 +152,9 @@ def test_shards_split_the_points_keep_pairs_together_and_all_measure_the_anchor(
 
 
 def test_sweep_dry_run_lists_only_the_shards_points(cli_in_process, suite_file):
-    whole = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu")
-    one = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu", "--shard", "1/2")
-    two = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--devices", "cpu", "--shard", "2/2")
+    whole = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu")
+    one = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu", "--shard", "1/2")
+    two = cli_in_process("sweep", suite_file, "--out", "unused", "--dry-run", "--device", "cpu", "--shard", "2/2")
     count = lambda out: int(out.strip().splitlines()[-1].split()[0])  # "N points, ..."
     assert count(one.stdout) + count(two.stdout) == count(whole.stdout) == 11
     assert abs(count(one.stdout) - count(two.stdout)) <= 1

@@ -233,11 +233,14 @@ def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():
     assert sum(r["module"] == "gru" for r in records) > 12 * 5  # the CPU path: several ops per step
     gpu = synthetic_profile("cuda", dispatch_s=5 * US, flop_rate=1e12)
     assert op_cost(gpu, rnn).warning == RNN_WARNING
-    curve = Curve((1e3, 1e9), (40 * US, 1e-3))
+    # a floor and a throughput, sampled far apart: affine between the points, the log-log chord above it
+    curve = Curve((1e3, 1e9), (40 * US + 1e3 / 1e12, 40 * US + 1e9 / 1e12))
     calibrated = dataclasses.replace(gpu, curves=dict(gpu.curves, rnn=curve))
     cost = op_cost(calibrated, rnn)
-    assert not cost.warning and cost.device_s == pytest.approx(curve(gru_flops(4, 12, 8, 16)))
-    assert cost.host_s == pytest.approx(40 * US)
+    flops = gru_flops(4, 12, 8, 16)
+    assert not cost.warning and cost.device_s == pytest.approx(40 * US + flops / 1e12, rel=1e-9)
+    assert curve(flops) > 1.5 * cost.device_s
+    assert cost.host_s == pytest.approx(curve.time_s[0])  # the host floor: the smallest shape's time
     cpu_row, gpu_row = (predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[p], warn=False).iloc[0]
                         for p in (synthetic_profile("cpu", dispatch_s=5 * US), calibrated))
     assert gpu_row["launches"] < cpu_row["launches"] / 10
@@ -301,3 +304,24 @@ def test_a_maxpool1d_forward_runs_the_1d_kernel_the_trace_maps_to():
     assert pool["op"].startswith("aten.max_pool2d_with_indices")
     assert layer_family(pool, "max_pool2d_with_indices", inference=True) == "pool1d"
     assert layer_family(pool, "max_pool2d_with_indices", inference=False) is None
+
+
+def test_a_cpu_profile_with_a_recurrent_primitive_costs_the_layer_whole_per_time_step():
+    """A CPU calibration times PyTorch's GRU loop at CPU_RNN_STEPS steps; a layer over another length
+    costs that many steps of it (its per-step ops are not summed), one of the same length the curve."""
+    import dataclasses
+
+    from crossover.opcost.gpu_ops import CPU_RNN_STEPS
+    from crossover.opcost.gpu_ops import gru_flops
+    from crossover.opcost.profiles import Curve
+
+    model = nn.GRU(8, 16, batch_first=True)
+    cpu = synthetic_profile("cpu", dispatch_s=2 * US, flop_rate=1e10)
+    curve = Curve((1e3, 1e9), (50 * US, 5e-3))
+    timed = dataclasses.replace(cpu, curves=dict(cpu.curves, rnn=curve))
+    for steps in (CPU_RNN_STEPS, 3 * CPU_RNN_STEPS):
+        row = predict_module(model, sample_shape=(steps, 8), batch_sizes=(4,), profiles=[timed], warn=False).iloc[0]
+        expected = steps / CPU_RNN_STEPS * curve(gru_flops(4, CPU_RNN_STEPS, 8, 16))
+        assert row["latency_s"] == pytest.approx(expected + row["overhead_s"], rel=1e-9)
+    plain = predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[cpu], warn=False).iloc[0]
+    assert plain["launches"] > 12 * 3  # without the primitive: the per-step ops the trace records

@@ -100,6 +100,7 @@ def test_throughput_plot_points_and_measured_peak():
     np.testing.assert_allclose(ax.lines[0].get_ydata(), cpu["flops"] / cpu["median_s"])
     assert ax.lines[1].get_ydata()[0] == pytest.approx((cpu["flops"] / cpu["median_s"]).max())
     assert ax.lines[3].get_ydata()[0] == 20e12
+    assert "highest achieved" in ax.lines[1].get_label() and ax.lines[3].get_label() == "cuda peak 20 TFLOP/s"
     assert "FLOP/s" in ax.get_ylabel() and "FLOP" in ax.get_xlabel()
     assert ax.get_xscale() == ax.get_yscale() == "log"
 
@@ -366,7 +367,8 @@ def test_mode_crossover_plot_marks_eager_and_fastest_mode_crossings():
     data = pd.concat([gpu, graph, cpu, compiled], ignore_index=True)
     ax = plots.mode_crossover_plot(data)
     labels = [line.get_label() for line in ax.lines]
-    assert labels[:4] == ["cpu eager", "cpu compile", "cuda eager", "cuda cudagraph"]
+    # one machine's devices are named as a reader names them (its machine label "synth")
+    assert labels[:4] == ["synth CPU eager", "synth CPU compile", "synth GPU eager", "synth GPU cudagraph"]
     eager = [line for line in ax.lines if line.get_label().startswith("eager:")]
     best = [line for line in ax.lines if line.get_label().startswith("fastest modes:")]
     assert len(eager) == len(best) == 1
@@ -383,7 +385,7 @@ def test_mode_crossover_plot_says_when_the_gpu_wins_everywhere():
     gpu = rows(GPU, points=batches, device="cuda", seed=1)
     graph = gpu.assign(mode="cudagraph", median_s=cpu["median_s"].to_numpy() / 10)
     ax = plots.mode_crossover_plot(pd.concat([cpu, gpu, graph], ignore_index=True))
-    assert "fastest modes: cuda faster at every batch_size measured (1–256)" in ax.get_legend().get_title().get_text()
+    assert "fastest modes: synth GPU faster at every batch_size measured (1–256)" in ax.get_legend().get_title().get_text()
 
 
 def test_cli_diagram_without_torchview_exits_2_with_one_line(monkeypatch, tmp_path, capsys):
@@ -421,3 +423,30 @@ def test_cli_diagram_draws_the_model(tmp_path):
     assert main(["diagram", "--out", str(tmp_path), "--n-layers", "2", "--d-model", "8"]) == 0
     png = (tmp_path / "diagram.png").read_bytes()
     assert png.startswith(b"\x89PNG") and (tmp_path / "diagram.pdf").stat().st_size > 0
+
+
+def test_each_series_keeps_its_colour_and_a_plain_name_in_every_figure():
+    from crossover.plots.theme import assign_series_colors, display_name, series_colors
+
+    every = ["nvidia-h200-16c/cuda", "amd-epyc-2c/cpu", "nvidia-h200-16c/cpu", "nvidia-h100-80gb-hbm3-16c/cuda",
+             "nvidia-h100-80gb-hbm3-16c/cpu"]
+    assign_series_colors(every)
+    try:
+        all_at_once = series_colors(every)
+        assert len(set(map(tuple, all_at_once.values()))) == 5
+        # a figure with two of the series draws them in the colours they have everywhere
+        assert series_colors(["nvidia-h200-16c/cpu", "nvidia-h200-16c/cuda"]) == {
+            k: all_at_once[k] for k in ("nvidia-h200-16c/cpu", "nvidia-h200-16c/cuda")}
+        # the CPU-only machine first, then each GPU machine's host and GPU side by side
+        assert all_at_once["amd-epyc-2c/cpu"] == series_colors(["amd-epyc-2c/cpu"])["amd-epyc-2c/cpu"]
+        other = series_colors(["something else"])["something else"]
+        assert other not in list(all_at_once.values())
+        ax = plots.sweep_plot(pd.DataFrame(dict(batch_size=[1, 2, 1, 2], median_s=[1e-3, 2e-3, 3e-3, 3e-3],
+                                                series=["nvidia-h200-16c/cpu"] * 2 + ["nvidia-h200-16c/cuda"] * 2)),
+                              x="batch_size", hue="series")
+        assert [line.get_label() for line in ax.lines] == ["H200 host CPU", "H200 GPU"]
+        assert tuple(ax.lines[1].get_color()) == tuple(all_at_once["nvidia-h200-16c/cuda"])
+    finally:
+        assign_series_colors([])
+    assert display_name("amd-epyc-2c/cpu [threads=2]") == "amd-epyc-2c CPU" and display_name("cuda") == "cuda"
+    assert display_name("nvidia-h100-80gb-hbm3-16c/cuda") == "H100 GPU"

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from crossover import progress as P
 from crossover.measurement import sweep
 from crossover.cli import main
 from crossover.cli.args import DEFAULT_RESULTS
@@ -42,7 +41,7 @@ def test_eta_is_the_time_per_unit_of_planned_cost_times_the_cost_left():
     clock.now += 10  # the first item (cost 1) took 10 s: 9 units of cost are left
     bar.update("first")
     assert bar.eta_s() == pytest.approx(90.0)  # a count of items would say 20 s
-    assert "1/3 0:10 eta 1:30  first" in out.getvalue()
+    assert "00:10<01:30, 1/3  first" in out.getvalue()  # a log: one line per update, by tqdm.format_meter
     clock.now += 30  # the second (cost 1) took longer: 40 s for 2 units, 8 left
     bar.update("second")
     assert bar.eta_s() == pytest.approx(160.0)
@@ -62,13 +61,31 @@ def test_replan_changes_the_work_left_not_the_work_done():
 
 
 def test_redraws_are_throttled_but_the_last_item_is_always_drawn():
-    clock, out = Clock(), Terminal()
+    clock, out = Clock(), io.StringIO()
     bar = Progress(100, stream=out, clock=clock, min_interval_s=1.0)
     for _ in range(100):
         clock.now += 0.001
         bar.update("x")
-    drawn = out.getvalue().count("\r")
-    assert drawn == 2 and out.getvalue().endswith("100/100 0:00 eta 0:00  x\n")  # the first and the last
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[-1].endswith("100/100  x") and "100%" in lines[-1]  # the first and the last
+
+
+def test_a_terminal_gets_a_tqdm_bar_redrawn_in_place_and_a_log_none_of_its_carriage_returns():
+    clock, out = Clock(), Terminal()
+    bar = Progress(3, stream=out, weights=[1.0, 1.0, 8.0], clock=clock, desc="measuring")
+    assert bar._bar is not None  # tqdm draws it
+    clock.now += 10
+    bar.update("first")
+    bar.note("warning: a line of its own")
+    clock.now += 35
+    bar.update("second", count=2)
+    text = out.getvalue()
+    assert "\r" in text and "warning: a line of its own\n" in text and text.endswith("\n")
+    assert "measuring: 100%" in text and "3/3  second" in text and bar._bar is None  # closed at the last item
+    log = io.StringIO()
+    quiet = Progress(3, stream=log, enabled=False)
+    quiet.update("a")
+    assert log.getvalue() == "" and quiet.done == 1
 
 
 def test_the_sweep_bar_is_weighted_by_each_points_planned_cost(tmp_path, monkeypatch):
@@ -169,28 +186,15 @@ def test_progress_is_drawn_on_a_terminal_or_when_asked():
     assert not wants_progress(io.StringIO()) and wants_progress(io.StringIO(), asked=True)
 
 
-def test_progress_bar_falls_back_to_the_packages_own_bar(monkeypatch):
-    out = io.StringIO()
-    bar = progress_bar([1.0, 3.0], stream=out, use_tqdm=False)
-    assert isinstance(bar, Progress) and bar.weights == [1.0, 3.0]
-    bar.update("a")
-    bar.update("b")
-    bar.close()
-    assert "2/2" in out.getvalue()
-    monkeypatch.setattr(P, "tqdm_available", lambda: False)
-    assert isinstance(progress_bar([1.0], stream=io.StringIO()), Progress)
-
-
-def test_progress_bar_uses_tqdm_where_installed():
-    pytest.importorskip("tqdm")
+def test_progress_bar_is_the_tqdm_backed_progress():
     out = io.StringIO()
     bar = progress_bar([1.0, 3.0], stream=out, desc="fitting", min_interval_s=0)
-    assert not isinstance(bar, Progress)
+    assert isinstance(bar, Progress) and bar.weights == [1.0, 3.0]
     bar.update("a")
     bar.replan([1.0])  # the last item costs less than planned
     bar.update("b")
     bar.close()
-    assert "fitting: 100%" in out.getvalue() and bar.bar.n == bar.bar.total == 2.0
+    assert "fitting: 100%" in out.getvalue() and "2/2  b" in out.getvalue() and bar.weight_done == bar.weight_total
 
 
 def test_fit_help_has_no_doubled_percent_sign(capsys):

@@ -57,9 +57,11 @@ def _write_run(directory, speed):
 
 def test_fit_warns_when_it_pools_runs_measured_at_different_speeds(tmp_path, cli_in_process):
     fast, slow = _write_run(tmp_path / "fast", 1.0), _write_run(tmp_path / "slow", 2.0)
-    result = cli_in_process("fit", "--results", fast, slow, "--n-boot", "0", "--models", "roofline", "--quiet")
+    result = cli_in_process("fit", "--results", fast, slow, "--n-boot", "0", "--models", "roofline")
     assert result.returncode == 0
     assert "crossover: warning: box/cpu pools runs measured at different speeds" in result.stderr
+    quiet = cli_in_process("fit", "--results", fast, slow, "--n-boot", "0", "--models", "roofline", "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == result.stdout  # -q: the answer alone
     assert "fast at 0.50x the time of" in result.stderr  # against slow (as many sizes: the later name)
     alone = cli_in_process("fit", "--results", fast, "--n-boot", "0", "--models", "roofline", "--quiet")
     assert alone.returncode == 0 and "different speeds" not in alone.stderr

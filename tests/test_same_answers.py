@@ -27,7 +27,7 @@ def test_notebook_figure_paper_and_predict_agree_on_the_crossover(cli, tmp_path)
 
     main_run = frame.loc[frame["machine"] == HOST, "results_dir"].iloc[0]  # the study's rows: the host's main run
     assert set(frame.loc[frame["machine"] == HOST, "results_dir"]) == {main_run}
-    result = cli("predict", "--results", main_run, "--machine", HOST, "--statistic", "median", "--d-model", 128, "--n-layers", 128,
+    result = cli("predict", "--results", main_run, "--only-machine", HOST, "--statistic", "median", "--d-model", 128, "--n-layers", 128,
                  "--batch-size", 1, "--quiet", "--json")
     assert result.returncode == 0, result.stderr
     predicted = json.loads(result.stdout)["crossover"]

@@ -14,10 +14,12 @@ one machine against the GPU of another, paired by size. On those points:
   :func:`params_batch_rule` (the 500K-parameter rule), listing the points it gets wrong.
 
 What the verdicts mean (stated with the numbers, so a reader can disagree with the threshold):
-a claimed parity point (a size up to which the CPU keeps pace) is *reproduced* when the measured
-curves cross within a factor :data:`PARITY_FACTOR` of it with the CPU faster below, *refined* when
-they cross elsewhere (or not in the measured range) with the CPU faster below, *contradicted* when
-the GPU is faster already at the smallest size. A claim about who wins over a set of sizes is
+a claimed parity point (a size up to which the CPU keeps pace) is *reproduced* when it lies inside the
+measurement's own interval of the crossing, with the CPU faster below: the range of the crossings of the
+paired rounds where the two devices were measured in paired rounds (:func:`measured_interval`), else the
+two measured sizes between which the curves cross (what a grid resolves); *refined* when the curves cross
+outside that interval (or not in the measured range) with the CPU faster below; *contradicted* when the
+GPU is faster already at the smallest size. A claim about who wins over a set of sizes is
 reproduced where the data agree at every size, contradicted where they disagree at every size (or
 where the claim's own sizes disagree), refined in between. ``not measured``: too few paired points.
 
@@ -37,14 +39,12 @@ from .reference_study import ANCHOR, baseline_rows
 from ..results.columns import SIZE_COLUMNS
 from ..units import format_quantity, format_seconds
 
-__all__ = ["VERDICTS", "PARITY_FACTOR", "CLAIMS", "SIZES", "ClaimResult", "ThresholdRule", "paired_points",
+__all__ = ["VERDICTS", "CLAIMS", "measured_interval", "mnist_zoo_claim", "SIZES", "ClaimResult", "ThresholdRule", "paired_points",
            "evaluate_claims", "claims_table", "fit_threshold_rule", "params_batch_rule", "score",
            "best_mode_summary", "format_plain", "render_template"]
 
 REPRODUCED, REFINED, CONTRADICTED, NOT_MEASURED = "reproduced", "refined", "contradicted", "not measured"
 VERDICTS = (REPRODUCED, REFINED, CONTRADICTED, NOT_MEASURED)
-#: A measured crossing within this factor of a claimed parity point reproduces it.
-PARITY_FACTOR = 2.0
 SIZES = SIZE_COLUMNS
 #: The sizes each claim is about, as its source states them (REFERENCES.md).
 FIXED_PARAMS = 2**31
@@ -165,8 +165,21 @@ def _along(pairs: pd.DataFrame, axis: str, **fixed) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ claims
-def _parity(key: str, curve: pd.DataFrame, claimed: float, axis_label: str) -> ClaimResult:
-    """A claimed parity point along ``curve``'s index (see the module docstring)."""
+def measured_interval(curve: pd.DataFrame, crossing: float, rounds_range: Optional[tuple] = None) -> tuple:
+    """The interval a measurement places its crossing in: ``rounds_range`` (the smallest and largest of
+    the paired rounds' own crossings) where given and finite, else the two measured sizes of ``curve``'s
+    index between which the curves cross (the crossing itself where it falls on a measured size)."""
+    if rounds_range is not None and all(v is not None and np.isfinite(v) for v in rounds_range):
+        return float(rounds_range[0]), float(rounds_range[1])
+    sizes = np.asarray(curve.index, float)
+    below, above = sizes[sizes <= crossing], sizes[sizes >= crossing]
+    return (float(below.max()) if len(below) else float(crossing)), (float(above.min()) if len(above) else float(crossing))
+
+
+def _parity(key: str, curve: pd.DataFrame, claimed: float, axis_label: str,
+            rounds_range: Optional[tuple] = None) -> ClaimResult:
+    """A claimed parity point along ``curve``'s index (see the module docstring); ``rounds_range``: the
+    paired rounds' smallest and largest crossing, where the devices were measured in paired rounds."""
     if len(curve) < 2:
         return ClaimResult(key, NOT_MEASURED)
     lo, hi = curve.index.min(), curve.index.max()
@@ -180,11 +193,13 @@ def _parity(key: str, curve: pd.DataFrame, claimed: float, axis_label: str) -> C
     spans = "; over {axis} {lo}--{hi} the GPU's time varies {gpu_span}, the CPU's {cpu_span}"
     if not roots:
         return ClaimResult(key, REFINED, "no crossing: the CPU is faster up to {axis} {hi}" + spans, numbers)
-    numbers.update(crossing=(roots[0], "n"), n_crossings=(len(roots), "n"))
+    low, high = measured_interval(curve, roots[0], rounds_range)
+    numbers.update(crossing=(roots[0], "n"), n_crossings=(len(roots), "n"), iv_lo=(low, "n"), iv_hi=(high, "n"))
     text = "curves cross at {axis} {crossing}" + (" (first of {n_crossings} crossings)" if len(roots) > 1 else "")
+    text += (" (paired rounds: {iv_lo}--{iv_hi})" if rounds_range is not None and np.isfinite(rounds_range[0])
+             else " (between measured {axis} {iv_lo} and {iv_hi})")
     text += "; CPU {first_adv} faster at {axis} {lo}" + spans
-    close = 1 / PARITY_FACTOR <= roots[0] / claimed <= PARITY_FACTOR
-    return ClaimResult(key, REPRODUCED if close else REFINED, text, numbers)
+    return ClaimResult(key, REPRODUCED if low <= claimed <= high else REFINED, text, numbers)
 
 
 def _who_wins(key: str, curve: pd.DataFrame, claim_cpu_wins: bool, axis_label: str, *,
@@ -242,6 +257,29 @@ def _mnist(train: pd.DataFrame) -> ClaimResult:
     return ClaimResult("mnist", verdict, text, numbers)
 
 
+def mnist_zoo_claim(points: pd.DataFrame) -> ClaimResult:
+    """The MNIST claim on the MNIST MLP itself: its training step measured on both devices at a few batch
+    sizes (``points``: ``batch_size``, ``cpu_s``, ``gpu_s``, ``gpu_wins``, as
+    :func:`crossover.analysis.launch_rule.zoo_points` gives them for that model). The claim's batch is
+    judged by the measured batches around it: reproduced where the CPU wins at both, contradicted where
+    the GPU does, refined where they disagree (or only one side was measured)."""
+    if points is None or points.empty:
+        return ClaimResult("mnist", NOT_MEASURED)
+    points = points.sort_values("batch_size")
+    below = points[points["batch_size"] <= MNIST_BATCH].tail(1)
+    above = points[points["batch_size"] >= MNIST_BATCH].head(1)
+    around = pd.concat([below, above]).drop_duplicates("batch_size")
+    cpu_wins = ~around["gpu_wins"].astype(bool)
+    numbers = dict(params=(MNIST_PARAMS, "n"), batches=(", ".join(str(int(b)) for b in around["batch_size"]), "text"),
+                   ratios=(", ".join(f"{g / c:.2g}" for g, c in zip(around["gpu_s"], around["cpu_s"])), "text"),
+                   k=(int((~points["gpu_wins"].astype(bool)).sum()), "n"), n=(len(points), "n"))
+    text = ("the MNIST MLP itself ({params} parameters), training step: GPU time / CPU time {ratios} at batch "
+            "{batches} (around the claim's); the CPU faster at {k} of {n} batches measured")
+    verdict = (REPRODUCED if cpu_wins.all() and len(around) == 2 else CONTRADICTED if not cpu_wins.any()
+               else REFINED)
+    return ClaimResult("mnist", verdict, text, numbers)
+
+
 def _rule500k(pairs: pd.DataFrame) -> ClaimResult:
     if pairs.empty:
         return ClaimResult("rule", NOT_MEASURED)
@@ -262,9 +300,11 @@ def _rule500k(pairs: pd.DataFrame) -> ClaimResult:
 
 
 def evaluate_claims(frame: pd.DataFrame, cpu: tuple, gpu: tuple, *, cpu_mode: str = "eager",
-                    gpu_mode: str = "eager", column: str = "median_s") -> list:
+                    gpu_mode: str = "eager", column: str = "median_s", rounds_ranges: Optional[dict] = None) -> list:
     """Every claim of :data:`CLAIMS` tested on the paired points of ``cpu`` and ``gpu`` (see
-    :func:`paired_points`; forward passes, and training steps for the MNIST claim).
+    :func:`paired_points`; forward passes, and training steps for the MNIST claim). ``rounds_ranges``:
+    axis (``"batch_size"``, ``"d_model"``) -> the smallest and largest crossing of the paired rounds
+    along it at the claim's sizes, where the two devices were measured in paired rounds.
 
     Returns
     -------
@@ -277,9 +317,10 @@ def evaluate_claims(frame: pd.DataFrame, cpu: tuple, gpu: tuple, *, cpu_mode: st
     d, L = ANCHOR["d_model"], ANCHOR["n_layers"]
     fixed = pairs[(pairs["params"] == FIXED_PARAMS) & (pairs["batch_size"] == 1)].sort_values("n_layers")
     return [
-        _parity("batch", _along(pairs, "batch_size", d_model=d, n_layers=L), _claim_numbers("batch")["claimed"][0], "batch"),
+        _parity("batch", _along(pairs, "batch_size", d_model=d, n_layers=L), _claim_numbers("batch")["claimed"][0], "batch",
+                (rounds_ranges or {}).get("batch_size")),
         _parity("dmodel", _along(pairs, "d_model", batch_size=1, n_layers=L), _claim_numbers("dmodel")["claimed"][0],
-                "d_model"),
+                "d_model", (rounds_ranges or {}).get("d_model")),
         _who_wins("depth", _along(pairs, "n_layers", d_model=d, batch_size=1), True, "depth"),
         _fixed(fixed.set_index("n_layers")),
         _mnist(train),

@@ -1,13 +1,18 @@
 """The ``crossover`` command line: the top-level parser and :func:`main`.
 
 The subcommands live beside this module, one module per group: :mod:`.measure` (``measure``,
-            user_model.add_calibrate, analysis.add_fit, analysis.add_predict, advise.add_advise, compare.add_compare,
-            export.add_export, figures.add_figures, figures.add_diagram, fleet.add_fleet, inventory.add_list)
-shipped results path). No library module of the package builds a parser.
+``sweep``, ``noise``, ``env``), :mod:`.peaks`, :mod:`.user_model` (``calibrate`` and the ``--model``
+modes), :mod:`.analysis` (``fit``, ``predict``), :mod:`.advise`, :mod:`.compare`, :mod:`.export`,
+:mod:`.figures` (``figures``, ``diagram``), :mod:`.fleet` and :mod:`.inventory` (``list``); what they
+share is :mod:`.args` (argument types, shared options, one-line errors, JSON output, the shipped
+results path) and :mod:`.output` (``--format text|json|md|csv``). No library module of the package
+builds a parser.
 
 Every user error (bad sizes, unknown device, CUDA absent, malformed suite or results) ends with one
 line on stderr, ``crossover: error: ...``, and exit status 2, without a traceback; anything else (torch
-failing, a bug) with one line and status 3 (:data:`crossover.cli.args.EXIT_CODES_TEXT`).
+failing, a bug) with one line and status 3 (:data:`crossover.cli.args.EXIT_CODES_TEXT`), its traceback
+with ``-v`` (or ``CROSSOVER_DEBUG=1``). Every command's ``--help`` ends with those exit statuses and has
+``-q/--quiet`` and ``-v/--verbose`` (:func:`crossover.cli.args.finish_parser`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Optional, Sequence
 
 from ..errors import CrossoverError
 from . import advise, analysis, compare, export, figures, fleet, inventory, measure, peaks, user_model
-from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError
+from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError, finish_parser
 
 __all__ = ["main", "build_parser", "UsageError"]
 
@@ -46,13 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in COMMANDS:
         add(sub)
+    for command in sub.choices.values():
+        finish_parser(command)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status (:data:`crossover.cli.args.EXIT_CODES_TEXT`)."""
+    args = None
     try:
         args = build_parser().parse_args(argv)
+        from .output import resolve_format
+
+        resolve_format(args)
         return args.func(args)
     except UsageError as exc:
         message = str(exc)
@@ -70,9 +81,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         import os
         import traceback
 
-        if os.environ.get("CROSSOVER_DEBUG", "") not in ("", "0"):
+        if getattr(args, "verbose", 0) or os.environ.get("CROSSOVER_DEBUG", "") not in ("", "0"):
             traceback.print_exc()
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"crossover: internal error: {type(exc).__name__}: {first_line} (CROSSOVER_DEBUG=1 shows the "
-              "traceback)", file=sys.stderr)
+        print(f"crossover: internal error: {type(exc).__name__}: {first_line} (rerun with -v for the traceback)",
+              file=sys.stderr)
         return EXIT_INTERNAL

@@ -18,9 +18,11 @@ import textwrap
 from pathlib import Path
 
 from ..analysis.advice import MAX_BUSY, SERVING_MODEL
-from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
+from ..results.statistics import STATISTICS
 from ..units import format_quantity, format_seconds
-from .args import DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_float, positive_int, print_json
+from .args import (DEFAULT_RESULTS, UsageError, add_only_machine, add_statistic, comma_list, non_negative_int,
+                   positive_float, positive_int, print_json, warn)
+from .output import add_format, print_tables, wants_table
 from ..analysis.reference_study import N_BOOT
 
 __all__ = ["add_advise"]
@@ -77,15 +79,15 @@ def add_advise(sub) -> None:
                    help="one machine's price an hour (the whole machine), overriding the prices file; repeatable")
     p.add_argument("--results", type=Path, nargs="+", default=[DEFAULT_RESULTS], metavar="DIR",
                    help="results directories for the toy (default: the shipped reference data)")
-    p.add_argument("--machine", help="only this machine's devices (default: every machine in the data)")
+    add_only_machine(p, help="only this machine's devices (default: every machine in the data; --machine, its old "
+                             "spelling, still works)")
     p.add_argument("--workload", default="forward", choices=WORKLOADS, help="default forward")
     p.add_argument("--mode", default="eager", choices=MODES, help="the toy's execution mode (default eager)")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="the toy's dtype (default float32)")
     p.add_argument("--max-batch-size", type=positive_int, metavar="N",
                    help="the largest batch size considered (default: the toy's largest measured batch of each "
                         "series, or 1024 with --model)")
-    p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
-                   help=f"the toy's latency per point (default {DEFAULT_STATISTIC}, as predict)")
+    add_statistic(p)
     p.add_argument("--models", help="the toy's candidate models, comma-separated (default: each device's)")
     p.add_argument("--n-boot", type=non_negative_int, default=N_BOOT,
                    help=f"bootstrap resamples of the toy's fits (default {N_BOOT}, as predict)")
@@ -93,9 +95,8 @@ def add_advise(sub) -> None:
     p.add_argument("--plot", type=Path, metavar="FILE",
                    help="draw each device's latency against throughput with the target, the rate and the choice "
                         "(PNG, PDF or SVG by the suffix)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (schema crossover.advise)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (drawn on stderr when it is a terminal)")
-    p.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
+    add_format(p, json_help="print one JSON object, schema crossover.advise (the short form of --format json)")
+    p.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal (as -v)")
     p.set_defaults(func=_cmd_advise)
 
 
@@ -110,22 +111,26 @@ def _cmd_advise(args) -> int:
     if args.model is not None and not args.input_shape:
         raise UsageError("--model needs --input-shape (one sample's shape, e.g. 3,32,32)")
     progress = (lambda costs: progress_bar(costs, desc="fitting")) \
-        if wants_progress(quiet=args.quiet or args.json, asked=args.progress) else None
+        if wants_progress(quiet=args.quiet or args.json, asked=args.progress or args.verbose > 0) else None
     advice = advise(args.results, slo_s=args.slo_ms / 1e3, rate_per_s=args.rate, d_model=args.d_model,
                     n_layers=args.n_layers, model=args.model,
                     input_shape=parse_input_shape(args.input_shape) if args.model else None,
                     input_dtype=args.input_dtype, profiles=args.profiles, prices=args.prices,
                     price_overrides=dict(args.price), workload=args.workload, mode=args.mode, dtype=args.dtype,
-                    machine=args.machine, max_batch_size=args.max_batch_size,
+                    machine=args.only_machine, max_batch_size=args.max_batch_size,
                     models=comma_list(args.models) if args.models else None, n_boot=args.n_boot, seed=args.seed,
                     statistic=args.statistic, progress=progress)
     for warning in advice.warnings:
-        sys.stderr.write(f"crossover: warning: {warning}\n")
+        warn(args, warning)
     if args.plot:
         _plot(advice, args.plot)
-        print(f"crossover: wrote {args.plot}", file=sys.stderr)
+        if not args.quiet:
+            print(f"crossover: wrote {args.plot}", file=sys.stderr)
     if args.json:
         print_json(advice.to_json())
+        return 0
+    if wants_table(args):
+        print_tables({"options": _option_rows(advice)}, args.format)
         return 0
     _print(advice)
     return 0
@@ -140,6 +145,19 @@ def question_text(advice) -> str:
         what = (f"toy d_model={q['d_model']} n_layers={q['n_layers']} ({q['workload']}, {q['mode']}, {q['dtype']}; "
                 f"latency = {STATISTICS[q['statistic']].label})")
     return f"{what}: target {format_seconds(advice.slo_s)} at {format_quantity(advice.rate_per_s, 'req/s')}"
+
+
+def _option_rows(advice) -> list:
+    """``advise --format md|csv``: per device, its cheapest choice (empty where none meets the target)."""
+    rows = []
+    for o in advice.options:
+        best = o["best"] or {}
+        rows.append(dict(device=o["label"], replica_usd_per_hour=o["replica_usd_per_hour"],
+                         meets_target=o["best"] is not None,
+                         **{k: best.get(k) for k in ("batch_size", "replicas", "latency_s", "latency_high_s",
+                                                     "latency_bound_s", "usd_per_hour", "usd_per_million_requests",
+                                                     "source")}))
+    return rows
 
 
 def _rows(advice) -> list:

@@ -3,7 +3,7 @@
 Both read a results directory (by default the reference data shipped in ``experiments/results``),
 fit a latency model per series (see :mod:`crossover.analysis`) and print a report, or JSON with
 ``--json``: one object whose ``schema`` (:data:`FIT_SCHEMA`, :data:`PREDICT_SCHEMA`) names its layout
-and version (the README's "JSON output"). Progress goes to stderr (a bar on a
+and version (docs/cli.md, "JSON output"). Progress goes to stderr (a bar on a
 terminal, or anywhere with ``--progress``), never into the JSON. Errors are
 :class:`crossover.errors.CrossoverError` subclasses: one line, exit status 2.
 """
@@ -11,14 +11,14 @@ terminal, or anywhere with ``--progress``), never into the JSON. Errors are
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
-from .args import (DEFAULT_RESULTS, UsageError, comma_list, non_negative_int, positive_int, positive_int_list,
-                   print_json, refuse_unused, remember_parser)
+from .args import (DEFAULT_RESULTS, UsageError, add_only_machine, add_statistic, comma_list, non_negative_int,
+                   positive_int, positive_int_list, print_json, refuse_unused, remember_parser, warn)
+from .output import add_format, print_tables, wants_table
 from .user_model import add_model_options, add_predict_model_options, batch_sizes, cmd_predict_model
 from ..fit.bootstrap import BOOTSTRAPS, DEFAULT_BOOTSTRAP
-from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
+from ..results.statistics import STATISTICS
 from ..units import format_range, format_seconds
 from ..analysis.reference_study import N_BOOT
 from ..analysis.decision import PREDICT_SCHEMA
@@ -45,18 +45,13 @@ def _common(p) -> None:
                         "each point's drift as independent), or each point's raw repeats (only the noise "
                         "within one measurement, much narrower); default auto: rounds where a series was "
                         "measured in 6 rounds or more, else the residuals")
-    p.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC,
-                   help=f"each point's latency: the 10th percentile of its repeats pooled over rounds "
-                        f"(the step on a quiet machine, which reproduced best between runs on a shared VM; "
-                        f"see experiments/bench_protocol.py), the median of its rounds' medians (the typical "
-                        f"step), or its fastest repeat (default {DEFAULT_STATISTIC})")
+    add_statistic(p)
     p.add_argument("--drop-drifted", action="store_true",
                    help="leave out the rounds measured while the run's drift reference sat more than "
                         "25%% above its quiet level (results measured with drift references only)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (drawn on stderr when it is a terminal)")
     p.add_argument("--progress", action="store_true",
-                   help="progress on stderr even when it is not a terminal (redrawn at most every 2 s)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (progress stays on stderr)")
+                   help="progress on stderr even when it is not a terminal (redrawn at most every 2 s; as -v)")
+    add_format(p, json_help="print one JSON object (the short form of --format json; progress stays on stderr)")
 
 
 def _noise_floors(args) -> list:
@@ -80,7 +75,7 @@ def _progress(args):
     """The fits' progress bar, when one is wanted (a terminal, or --progress), else None."""
     from ..progress import progress_bar, wants_progress
 
-    if not wants_progress(quiet=args.quiet, asked=args.progress):
+    if not wants_progress(quiet=args.quiet, asked=args.progress or args.verbose > 0):
         return None
     return lambda costs: progress_bar(costs, desc="fitting")
 
@@ -92,9 +87,9 @@ def _parameters(fit):
     return check_parameters(fit.parameters(), fit.peaks)
 
 
-def _warn(lines) -> None:
+def _warn(args, lines) -> None:
     for line in lines:
-        sys.stderr.write(f"crossover: warning: {line}\n")
+        warn(args, line)
 
 
 # ------------------------------------------------------------------------------------------- fit
@@ -120,7 +115,7 @@ def _cmd_fit(args) -> int:
     from ..results.drift import mixed_speed_warnings
 
     frame = load_points(args.results, drop_drifted=args.drop_drifted)
-    _warn(mixed_speed_warnings(frame))
+    _warn(args, mixed_speed_warnings(frame))
     fits = fit_for_decision(frame, comma_list(args.models) if args.models else None, n_boot=args.n_boot,
                             seed=args.seed, bootstrap=args.bootstrap, statistic=args.statistic,
                             progress=_progress(args))
@@ -130,6 +125,9 @@ def _cmd_fit(args) -> int:
         print_json({"schema": FIT_SCHEMA, "results": [str(p) for p in args.results],
                     "series": [_series_json(fits, f) for f in fits.values()], "skipped": fits.skipped,
                     "skipped_series": skipped, "noise_floors": floors})
+        return 0
+    if wants_table(args):
+        print_tables(_fit_tables(fits, floors), args.format)
         return 0
     from ..results.anchors import node_notes
 
@@ -141,6 +139,20 @@ def _cmd_fit(args) -> int:
         print(f"skipped {label}: {reason}")
     _print_noise_floors(floors)
     return 0
+
+
+def _fit_tables(fits, floors) -> dict:
+    """``fit --format md|csv``: one row per series, one per fitted parameter, one per noise floor."""
+    series, parameters = [], []
+    for fit in fits.values():
+        held = fit.heldout_summary()
+        series.append(dict(series=fit.label, **fit.id, model=fit.model, statistic=fit.statistic,
+                           n_points=len(fit.points), cv_mape_pct=fit.cv_score(), heldout_n=held["n"],
+                           heldout_median_abs_pct=held.get("median_abs_pct"),
+                           heldout_worst_abs_pct=held.get("worst_abs_pct")))
+        table = _parameters(fit).drop(columns=["series", "model"], errors="ignore")
+        parameters += [dict(series=fit.label, **row) for row in table.to_dict("records")]
+    return {"series": series, "parameters": parameters, "noise_floors": floors}
 
 
 def _series_json(fits, fit) -> dict:
@@ -261,8 +273,8 @@ def add_predict(sub) -> None:
     p.add_argument("--along", choices=("batch_size", "d_model", "n_layers"), default="batch_size",
                    help="the size along which to look for the crossover, the other two held at the given "
                         "values (default batch_size)")
-    p.add_argument("--machine", help="only this machine's devices (e.g. a GPU against its own host CPU); "
-                                     "default: every machine in the results")
+    add_only_machine(p, help="only this machine's devices (e.g. a GPU against its own host CPU); default: every "
+                             "machine in the results (--machine, its old spelling, still works)")
     _common(p)
     add_model_options(p)
     add_predict_model_options(p)
@@ -271,7 +283,7 @@ def add_predict(sub) -> None:
 
 
 #: predict's options that shape the toy model's answer only (its series, fits and axis).
-TOY_ONLY = ("d_model", "n_layers", "mode", "dtype", "regime", "transfer", "along", "machine", "models", "n_boot",
+TOY_ONLY = ("d_model", "n_layers", "mode", "dtype", "regime", "transfer", "along", "only_machine", "models", "n_boot",
             "bootstrap", "statistic", "drop_drifted")
 
 
@@ -288,14 +300,17 @@ def _cmd_predict(args) -> int:
     wanted = dict(workload=args.workload, mode=args.mode, dtype=args.dtype, regime=args.regime,
                   transfer=args.transfer)
     decision = decide(args.results, d_model=args.d_model, n_layers=args.n_layers, batch_size=args.batch_size,
-                      along=args.along, machine=args.machine, models=comma_list(args.models) if args.models else None,
+                      along=args.along, machine=args.only_machine, models=comma_list(args.models) if args.models else None,
                       n_boot=args.n_boot, seed=args.seed, bootstrap=args.bootstrap, statistic=args.statistic,
                       drop_drifted=args.drop_drifted, progress=_progress(args), **wanted)
-    _warn(decision.warnings)
+    _warn(args, decision.warnings)
     if args.json:
         print_json(decision.to_json())
         return 0
     result = decision.payload
+    if wants_table(args):
+        print_tables({"devices": result["devices"], "crossovers": result["crossovers"]}, args.format)
+        return 0
     for item in result["decisions"]:
         print(item["text"])
     statistic = STATISTICS[args.statistic].label

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import Optional
 
+from ..results.statistics import DEFAULT_STATISTIC, STATISTICS
 from ..shipped_data import shipped_results_dir
 
 __all__ = [
@@ -33,16 +35,35 @@ __all__ = [
     "positive_int",
     "positive_int_list",
     "print_json",
+    "STATISTIC_HELP",
+    "POOLED_STATISTIC_NOTE",
+    "add_statistic",
+    "add_device",
+    "add_only_machine",
+    "add_verbosity",
+    "finish_parser",
+    "warn",
 ]
 
 #: The exit status of a user error (argparse's own).
 EXIT_USAGE = 2
 #: The exit statuses of every command (``crossover --help`` lists them): 0 fine; 1 a regression found
 #: (``compare --fail-above``); 2 bad input (one line on stderr); 3 an internal error (a bug, or torch
-#: failing: one line, the traceback with ``CROSSOVER_DEBUG=1``).
+#: failing: one line, rerun with ``-v`` (or ``CROSSOVER_DEBUG=1``) for the traceback).
 EXIT_OK, EXIT_REGRESSION, EXIT_INTERNAL = 0, 1, 3
 EXIT_CODES_TEXT = ("exit status: 0 fine; 1 a regression found (compare --fail-above); 2 bad input (one line "
-                   "on stderr); 3 an internal error (one line; the traceback with CROSSOVER_DEBUG=1)")
+                   "on stderr); 3 an internal error (one line; rerun with -v for the traceback)")
+
+#: ``--statistic``'s help, the same in every command that takes it: one definition of a point's latency
+#: (:data:`crossover.results.statistics.STATISTICS`).
+STATISTIC_HELP = (f"a point's latency: p10, the 10th percentile of its repeats pooled over its rounds (the step "
+                  f"on a quiet machine, which reproduced best between runs on a shared VM); median, the median "
+                  f"of its rounds' medians (the typical step); min, its fastest repeat (default "
+                  f"{DEFAULT_STATISTIC})")
+#: What ``compare`` and ``fleet compare`` add to it: their interval resamples each point's pooled repeats.
+POOLED_STATISTIC_NOTE = ("; compare takes each statistic as a quantile of the point's repeats pooled over its "
+                         "rounds (median: the median of the pooled repeats), so that its bootstrap interval, "
+                         "which resamples those repeats, is of the same quantity")
 
 #: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the
 #: package's copy after a wheel install (:func:`crossover.shipped_data.shipped_results_dir`).
@@ -53,8 +74,21 @@ class UsageError(Exception):
     """A user error reported as one line and exit status 2."""
 
 
+class ParagraphFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but a blank line in a description or epilog starts a new paragraph."""
+
+    def _fill_text(self, text, width, indent):
+        return "\n\n".join(super(ParagraphFormatter, self)._fill_text(part, width, indent)
+                            for part in text.split("\n\n"))
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one line (plus a hint) instead of usage and message."""
+    """argparse that reports errors as one line (plus a hint) instead of usage and message, and keeps
+    the paragraphs of a description or epilog (:class:`ParagraphFormatter`)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", ParagraphFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D401 - argparse API
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
@@ -111,10 +145,18 @@ def refuse_unused(args, names, why: str) -> None:
     parser = getattr(args, "_parser", None)
     if parser is None:
         return
-    given = [name for name in names if getattr(args, name, None) != parser.get_default(name)]
+    given = [name for name in names if getattr(args, name, None) != _default(parser, name)]
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise UsageError(f"{flags} {'does' if len(given) == 1 else 'do'} not apply {why}")
+
+
+def _default(parser, dest: str):
+    """``dest``'s default (argparse's ``get_default`` would answer a hidden alias' SUPPRESS)."""
+    for action in parser._actions:
+        if action.dest == dest and action.default is not argparse.SUPPRESS:
+            return action.default
+    return parser._defaults.get(dest)
 
 
 def remember_parser(parser) -> None:
@@ -145,3 +187,72 @@ def print_json(data, schema: Optional[dict] = None) -> None:
         data = stamped(schema, data)
     check_stamp(data)
     print(json.dumps(to_jsonable(data), indent=2))
+
+
+# ------------------------------------------------------------------------------ shared options
+def add_statistic(parser, help: str = STATISTIC_HELP) -> None:
+    """``--statistic`` (:data:`STATISTIC_HELP`): a point's latency, default p10, in every command."""
+    parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC, help=help)
+
+
+def add_device(parser, *, default: Optional[str] = "cpu", several: bool = False, choices=None,
+               help: Optional[str] = None) -> None:
+    """``--device`` (a comma list where ``several``), with ``--devices`` as a hidden alias (the old
+    spelling of sweep, peaks and fleet run), both into ``args.device``."""
+    if help is None:
+        help = ("comma-separated devices, e.g. cpu,cuda" if several else "the device") + \
+            (f" (default {default})" if default else "")
+    parser.add_argument("--device", default=default, choices=choices, metavar="DEVICE[,DEVICE...]" if several
+                        else None, help=help)
+    parser.add_argument("--devices", dest="device", default=argparse.SUPPRESS, choices=choices,
+                        help=argparse.SUPPRESS)
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling, hidden from ``--help``: stores its value and says on stderr what replaces it."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"crossover: warning: {option_string} is deprecated: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_only_machine(parser, help: str) -> None:
+    """``--only-machine NAME``: keep one machine's devices. ``--machine`` labels what is measured
+    elsewhere, so here it is only a hidden, deprecated alias."""
+    parser.add_argument("--only-machine", metavar="MACHINE", help=help)
+    parser.add_argument("--machine", dest="only_machine", action=_Deprecated, new="--only-machine",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+QUIET_HELP = "print only the answer and errors: no progress, no notes or warnings on stderr"
+VERBOSE_HELP = ("progress and extra detail on stderr (progress even when stderr is not a terminal), and the "
+                "traceback of an internal error")
+
+
+def add_verbosity(parser) -> None:
+    """``-q/--quiet`` and ``-v/--verbose`` (:data:`QUIET_HELP`, :data:`VERBOSE_HELP`), once per command."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
+    group.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
+
+
+def finish_parser(parser) -> None:
+    """What every command's parser has, added after it is built: ``-q/-v`` (unless it has them) and
+    the exit statuses at the end of its epilog; a command group's commands too."""
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in subparsers:
+        for child in dict.fromkeys(action.choices.values()):
+            finish_parser(child)
+    if not subparsers and "--quiet" not in parser._option_string_actions:
+        add_verbosity(parser)
+    parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + EXIT_CODES_TEXT
+
+
+def warn(args, line: str) -> None:
+    """``crossover: warning: LINE`` on stderr, unless ``-q``."""
+    if not getattr(args, "quiet", False):
+        print(f"crossover: warning: {line}", file=sys.stderr)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .args import positive_float, positive_int, print_json
+from .args import POOLED_STATISTIC_NOTE, STATISTIC_HELP, add_statistic, positive_float, positive_int, print_json
+from .output import add_format, print_tables, wants_table
 from ..jsonable import schema_tag
 
 __all__ = ["add_compare", "COMPARE_SCHEMA"]
@@ -18,8 +19,6 @@ from .args import EXIT_REGRESSION as EXIT_SLOWER  # noqa: E402 - exit status of 
 
 def add_compare(sub) -> None:
     """Register ``crossover compare``."""
-    from ..results.statistics import STATISTICS
-
     p = sub.add_parser(
         "compare",
         help="compare two results directories point by point, with intervals and a verdict",
@@ -34,15 +33,14 @@ def add_compare(sub) -> None:
     )
     p.add_argument("a", type=Path, help="the baseline results directory")
     p.add_argument("b", type=Path, help="the results directory compared with it")
-    p.add_argument("--statistic", choices=tuple(STATISTICS), default="p10",
-                   help="the latency compared, as a quantile of each point's pooled repeats (default p10)")
+    add_statistic(p, help=STATISTIC_HELP + POOLED_STATISTIC_NOTE)
     p.add_argument("--threshold-pct", type=positive_float, default=2.0,
                    help="smallest change in %% called a change (default 2)")
     p.add_argument("--alpha", type=positive_float, default=0.01, help="significance level (default 0.01)")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--fail-above", type=positive_float, metavar="PCT",
                    help="exit with status 1 when a point is significantly slower by more than PCT %%")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.set_defaults(func=_cmd_compare)
 
 
@@ -60,6 +58,8 @@ def _cmd_compare(args) -> int:
         print_json({"a": str(args.a), "b": str(args.b),
                     "statistic": args.statistic, "summary": summary.to_dict(), "points": table.to_dict("records"),
                     "failed": failed}, COMPARE_SCHEMA)
+    elif wants_table(args):
+        print_tables({"points": table}, args.format)
     else:
         shown = table.assign(
             A=[format_seconds(v) for v in table["a_s"]], B=[format_seconds(v) for v in table["b_s"]],

@@ -32,7 +32,6 @@ def add_figures(sub) -> None:
                    help="results directories (default: the shipped reference data)")
     p.add_argument("--out", type=Path, default=Path("figures"), metavar="DIR",
                    help="output directory (default: figures)")
-    p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.set_defaults(func=_cmd_figures)
 
 

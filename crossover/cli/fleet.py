@@ -11,7 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from .args import UsageError, comma_list, non_negative_int, positive_int, positive_int_list, print_json
+from .args import (POOLED_STATISTIC_NOTE, STATISTIC_HELP, UsageError, add_device, add_statistic, comma_list,
+                   non_negative_int, positive_int, positive_int_list, print_json)
+from .output import add_format, print_tables, wants_table
 from ..jsonable import schema_tag
 from ..units import format_seconds
 
@@ -57,7 +59,8 @@ def add_fleet(sub) -> None:
     run.add_argument("--plan", choices=("quick", "smoke"), default="quick",
                      help="each job's calibration, noise floor and peaks: quick (a few minutes) or smoke (seconds, "
                           "to check an installation)")
-    run.add_argument("--devices", help="comma-separated subset of the suite's devices (default: what each node has)")
+    add_device(run, default=None, several=True,
+               help="comma-separated subset of the suite's devices (default: what each node has)")
     run.add_argument("--strict", action="store_true", help="a busy node fails its job, and stops its sweep")
     run.add_argument("--dry-run", action="store_true", help="list the jobs and their submitit parameters; submit nothing")
     run.set_defaults(func=_cmd_run)
@@ -65,7 +68,7 @@ def add_fleet(sub) -> None:
     status = commands.add_parser("status", help="list the fleet's jobs: done, running, pending, failed, preempted, "
                                                 "missing; rows written")
     status.add_argument("dir", type=Path, help="the fleet's directory")
-    status.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(status)
     status.set_defaults(func=_cmd_status)
 
     again = commands.add_parser("resubmit", help="submit the failed, preempted and missing jobs again (they resume)")
@@ -77,10 +80,9 @@ def add_fleet(sub) -> None:
                                               "anchor and every point both measured (as crossover compare, unscaled), "
                                               "each pair judged against the larger of the two nodes' noise floors.")
     compare.add_argument("dir", type=Path, nargs="+", help="a fleet's directory, or several results directories")
-    compare.add_argument("--statistic", choices=("p10", "median", "min"), default="p10",
-                         help="the latency compared (default p10)")
+    add_statistic(compare, help=STATISTIC_HELP + POOLED_STATISTIC_NOTE)
     compare.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
-    compare.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(compare)
     compare.set_defaults(func=_cmd_compare)
 
     cost = commands.add_parser("cost", help="each machine kind's latency and cost per million samples, the cheapest "
@@ -92,7 +94,7 @@ def add_fleet(sub) -> None:
     cost.add_argument("--price", action="append", default=[], metavar="MACHINE=USD_PER_HOUR",
                       help="a machine kind's price per hour, over its target's (repeat for several)")
     cost.add_argument("--n-boot", type=non_negative_int, default=100, help="bootstrap resamples (default 100)")
-    cost.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(cost)
     cost.set_defaults(func=_cmd_cost)
 
 
@@ -101,7 +103,7 @@ def _cmd_run(args) -> int:
     from ..measurement.fleet_targets import executor_parameters
 
     options = dict(executor=args.executor, targets_path=args.targets, shards=args.shards, plan=args.plan,
-                   devices=comma_list(args.devices), strict=args.strict)
+                   devices=comma_list(args.device), strict=args.strict)
     if args.dry_run:
         from ..measurement.fleet import fleet_targets
 
@@ -138,6 +140,9 @@ def _cmd_status(args) -> int:
     if args.json:
         print_json({"fleet": str(args.dir), "executor": fleet["executor"], "suite": fleet["suite_name"], "jobs": rows},
                    FLEET_STATUS_SCHEMA)
+        return 0
+    if wants_table(args):
+        print_tables({"jobs": rows}, args.format)
         return 0
     print(f"fleet {args.dir}: suite {fleet['suite_name']}, {fleet['executor']} executor, plan {fleet['plan']}, "
           f"{len(rows)} jobs")
@@ -179,6 +184,9 @@ def _cmd_compare(args) -> int:
         print_json({"dirs": [str(d) for d in args.dir], "statistic": args.statistic,
                     "points": table.to_dict("records")},
                    FLEET_COMPARE_SCHEMA)
+        return 0
+    if wants_table(args):
+        print_tables({"points": table}, args.format)
         return 0
     if table.empty:
         print("no machine kind has two nodes with a point in common: nothing to compare")
@@ -228,6 +236,9 @@ def _cmd_cost(args) -> int:
     if args.json:
         print_json({"fleet": str(args.dir), "d_model": args.d_model, "n_layers": args.n_layers, "prices": prices,
                     "rows": table.to_dict("records")}, FLEET_COST_SCHEMA)
+        return 0
+    if wants_table(args):
+        print_tables({"rows": table}, args.format)
         return 0
     print(f"d_model={args.d_model} n_layers={args.n_layers}: latency per batch and USD per million samples")
     for batch, rows in table.groupby("batch_size", sort=True):

@@ -14,8 +14,9 @@ from pathlib import Path
 from ..axes import DEFAULT_ROUNDS
 from ..jsonable import schema_tag
 from ..units import format_quantity, format_range, format_seconds
-from .args import (UsageError, comma_list, non_negative_float, non_negative_int, positive_float, positive_int,
-                   positive_int_list, print_json)
+from .args import (UsageError, add_device, comma_list, non_negative_float, non_negative_int, positive_float,
+                   positive_int, positive_int_list, print_json, warn)
+from .output import add_format, print_tables, wants_table
 from .user_model import add_model_options, batch_sizes, cmd_measure_model
 
 __all__ = ["add_measure", "add_sweep", "add_noise", "add_env", "MEASURE_SCHEMA", "NOISE_SCHEMA", "ENV_SCHEMA"]
@@ -42,7 +43,7 @@ def add_measure(sub) -> None:
     p.add_argument("--n-layers", type=positive_int, default=128, help="residual blocks (default 128)")
     p.add_argument("--batch-size", type=positive_int_list, default=(1,),
                    help="samples per step (default 1); with --model a list too, e.g. 1,8,64,512")
-    p.add_argument("--device", default="cpu", choices=DEVICES, help="where to run (default cpu)")
+    add_device(p, choices=DEVICES, help="where to run (default cpu)")
     p.add_argument("--workload", default="forward", choices=WORKLOADS,
                    help="forward (inference) or train (forward + loss + backward + SGD step)")
     p.add_argument("--mode", default="eager", choices=MODES,
@@ -64,7 +65,7 @@ def add_measure(sub) -> None:
                    help="refuse to measure (exit 2) when other processes compete for the cores, "
                         "before or while timing; without it the result carries a warning")
     p.add_argument("--raw", action="store_true", help="include the raw per-repeat times in --json")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     add_model_options(p)
     p.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
                    help=f"with --model: interleaved rounds of 8 ms visits over the batch sizes "
@@ -115,6 +116,12 @@ def _cmd_measure(args) -> int:
     if args.json:
         print_json(summary, MEASURE_SCHEMA)
         return 0
+    if wants_table(args):
+        print_tables({"measure": [{k: v for k, v in summary.items() if k not in ("warnings", "raw_times_s")}]},
+                     args.format)
+        for warning in summary["warnings"]:
+            warn(args, warning)
+        return 0
     low, high = result.timing.median_ci_s
     print(f"{config.device} ({summary['device_name']}), {summary['threads']} threads")
     print(
@@ -140,7 +147,7 @@ def _cmd_measure(args) -> int:
             print(f", kernels per step {summary['kernels_per_step']:.0f}", end="")
         print()
     for warning in summary["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
+        warn(args, warning)
     return 0
 
 
@@ -168,7 +175,8 @@ def add_sweep(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue a run in --out, measuring only the points not yet there")
     p.add_argument("--machine", help="machine label for the rows (default: from the CPU/GPU name)")
-    p.add_argument("--devices", help="comma-separated subset of the suite's devices, e.g. cpu")
+    add_device(p, default=None, several=True,
+               help="comma-separated subset of the suite's devices, e.g. cpu (default: all of them)")
     p.add_argument("--only", help="comma-separated sweep names of the suite to run (default: all)")
     p.add_argument("--dry-run", action="store_true",
                    help="list the planned measurements in the order they would run, and exit")
@@ -190,7 +198,6 @@ def add_sweep(sub) -> None:
                    help="measure only shard I of N (whole pairing groups with all their rounds, dealt out by "
                         "expected time; every shard also measures the drift reference, the anchor the shards "
                         "are put on one scale by): one node's part of a suite split over N identical nodes")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
 
@@ -202,7 +209,7 @@ def _cmd_sweep(args) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     if args.seed is not None:
         suite = dataclasses.replace(suite, seed=args.seed)
-    devices = resolve_devices(suite, comma_list(args.devices))
+    devices = resolve_devices(suite, comma_list(args.device))
     if args.dry_run:
         from ..measurement.sweep import plan_rounds
 
@@ -244,8 +251,9 @@ def _calibrate_beside(out: Path, *, quiet: bool, plan_name: str = "quick") -> No
     if (target / "profile.json").exists():
         return
     plan = PLANS[plan_name]
-    print(f"calibrating this CPU ({plan.name} plan, about 70 s on 2 cores; --no-calibrate skips it) -> {target}",
-          file=sys.stderr)
+    if not quiet:
+        print(f"calibrating this CPU ({plan.name} plan, about 70 s on 2 cores; --no-calibrate skips it) -> {target}",
+              file=sys.stderr)
     bar = Progress(plan.rounds * (len(points(plan, "cpu")) + 1), enabled=wants_progress(quiet=quiet))
     profile = run_calibration("cpu", target, plan=plan, on_progress=bar.update)
     bar.close()
@@ -279,8 +287,8 @@ def add_noise(sub) -> None:
     p.add_argument("--protocol", choices=("short-rounds", "legacy"), default="short-rounds",
                    help="short-rounds (the suites' protocol) or legacy (5 rounds of up to 0.15 s, round 0 in order)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="seeds the shuffled orders")
-    p.add_argument("--out", type=Path, help="results directory to store noise.json in")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", type=Path, metavar="DIR", help="results directory to store noise.json in")
+    add_format(p)
     p.set_defaults(func=_cmd_noise)
 
 
@@ -290,7 +298,7 @@ def _cmd_noise(args) -> int:
     from ..measurement.environment import machine_label
     from ..measurement.noise import (DEFAULT_SPAN_S, LEGACY, SHORT_ROUNDS, measure_noise, noise_summary,
                                      run_to_run, spread, window_estimates, write_noise)
-    from ..measurement.sweep import Progress
+    from ..progress import Progress, wants_progress
 
     protocol = SHORT_ROUNDS if args.protocol == "short-rounds" else LEGACY
     if args.rounds:
@@ -298,7 +306,8 @@ def _cmd_noise(args) -> int:
     span_s = DEFAULT_SPAN_S if args.span_s is None else args.span_s
     if span_s:
         protocol = spread(protocol, span_s)
-    bar = Progress(args.windows * protocol.rounds, enabled=not args.json)
+    bar = Progress(args.windows * protocol.rounds, enabled=wants_progress(quiet=args.quiet, asked=args.verbose > 0),
+                   desc="noise")
     frame = measure_noise(protocol=protocol, windows=args.windows, pause_s=args.pause_s, seed=args.seed,
                           on_progress=bar.update)
     deviations = run_to_run(window_estimates(frame))
@@ -309,6 +318,9 @@ def _cmd_noise(args) -> int:
         print_json({"protocol": protocol.name, "windows": args.windows, "rounds": protocol.rounds,
                     "summary": summary, "sizes": deviations.to_dict("records"),
                     "out": str(path) if args.out else None}, NOISE_SCHEMA)
+        return 0
+    if wants_table(args):
+        print_tables({"noise": deviations}, args.format)
         return 0
     print(f"run-to-run deviation over {args.windows} windows of {protocol.rounds} rounds ({protocol.name}, "
           f"each window over about {span_s:.0f} s):" if span_s else

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .args import UsageError, comma_list, print_json
+from .args import UsageError, add_device, comma_list, print_json
+from .output import add_format, print_tables, wants_table
 from ..jsonable import schema_tag
 from ..units import format_quantity, format_seconds
 
@@ -30,12 +31,13 @@ def add_peaks(sub) -> None:
         epilog="example: crossover peaks --out results/local",
     )
     p.add_argument("--machine", help="machine label (default: from the CPU/GPU name, as sweep labels rows)")
-    p.add_argument("--devices", default="cpu", help="comma-separated devices (default cpu), e.g. cpu,cuda")
-    p.add_argument("--out", type=Path, help="results directory to store peaks.json in (merged with what is there)")
+    add_device(p, several=True, help="comma-separated devices, e.g. cpu,cuda (default cpu)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="results directory to store peaks.json in (merged with what is there)")
     p.add_argument("--smoke", action="store_true",
                    help="a few seconds, to check an installation (a 64 MiB copy, products of 128 and 512, "
                         "0.05 s each): lower than the full measurement")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.set_defaults(func=_cmd_peaks)
 
 
@@ -43,7 +45,7 @@ def _cmd_peaks(args) -> int:
     from ..measurement.environment import machine_label
     from ..fit.peaks import measure_peaks, read_peaks, write_peaks
 
-    devices = comma_list(args.devices)
+    devices = comma_list(args.device)
     from ..measurement.environment import require_device
 
     for device in devices:
@@ -65,6 +67,10 @@ def _cmd_peaks(args) -> int:
     if args.json:
         print_json({"machine": machine, "peaks": peaks,
                     "out": None if args.out is None else str(args.out)}, PEAKS_SCHEMA)
+        return 0
+    if wants_table(args):
+        print_tables({"peaks": [dict(machine=machine, device=device, **p) for device, p in peaks.items()]},
+                     args.format)
         return 0
     for device, p in peaks.items():
         print(f"{device} ({p['threads']} threads): streaming {format_quantity(p['dram_bytes_per_s'], 'B/s')}, "

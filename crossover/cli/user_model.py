@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..jsonable import schema_tag
 from ..units import format_quantity, format_seconds
-from .args import UsageError, non_negative_int, positive_int, print_json
+from .args import UsageError, add_device, non_negative_int, positive_int, print_json, warn
+from .output import print_tables, wants_table
 
 __all__ = ["add_model_options", "add_calibrate", "cmd_measure_model", "cmd_predict_model", "batch_sizes",
            "MEASURE_MODEL_SCHEMA"]
@@ -77,14 +78,12 @@ def _check_traces(model, shape, dtype, batch_size: int, workload: str) -> None:
 # ------------------------------------------------------------------------------------- measure
 def cmd_measure_model(args) -> int:
     """``crossover measure --model``: time the user's model at each batch size, in interleaved rounds."""
-    import sys
-
     from ..measurement.machine_load import check_machine
     from ..measurement.environment import device_name, require_device
     from ..measurement.procfs import usable_cores
     from ..measurement.toy_step import num_threads
     from ..measurement.module_rounds import measure_module
-    from ..progress import Progress
+    from ..progress import Progress, wants_progress
 
     for name, default in (("mode", "eager"), ("dtype", "float32"), ("transfer", "device"), ("regime", "latency")):
         if getattr(args, name) != default:
@@ -100,7 +99,8 @@ def cmd_measure_model(args) -> int:
         from ..errors import BusyMachineError
 
         raise BusyMachineError(f"refusing to measure (--strict): {before.warnings[0]}")
-    bar = Progress(args.rounds * len(sizes), enabled=not args.json and sys.stderr.isatty())
+    bar = Progress(args.rounds * len(sizes), enabled=wants_progress(quiet=args.quiet, asked=args.verbose > 0),
+                   desc="measuring")
     with num_threads(args.threads) as threads:
         frame = measure_module(model, shape, sizes, device=args.device, workload=args.workload, dtype=dtype,
                                rounds=args.rounds, on_progress=bar.update)
@@ -113,6 +113,11 @@ def cmd_measure_model(args) -> int:
                     "device_name": name, "threads": threads, "rounds": args.rounds, "statistic": "p10",
                     "points": points, "warnings": list(before.warnings)})
         return 0
+    if wants_table(args):
+        print_tables({"points": points}, args.format)
+        for warning in before.warnings:
+            warn(args, warning)
+        return 0
     print(f"{args.device} ({name}), {threads} threads: {args.model}, input {'x'.join(map(str, shape))}, "
           f"{args.workload}; {args.rounds} interleaved rounds, latency = 10th percentile of the repeats")
     for row in points:
@@ -120,7 +125,7 @@ def cmd_measure_model(args) -> int:
               f"(median {format_seconds(row['median_s'], 4)}, {row['n_repeats']} repeats, "
               f"round-to-round {row['spread_rel']:.1%})")
     for warning in before.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        warn(args, warning)
     return 0
 
 
@@ -128,8 +133,6 @@ def cmd_measure_model(args) -> int:
 def cmd_predict_model(args) -> int:
     """``crossover predict --model``: predicted latency per calibrated device, the crossover, what dominates
     (computed by :func:`crossover.analysis.decision.decide`; this only formats it)."""
-    import sys
-
     from ..analysis.decision import decide
     from ..measurement.user_module import parse_input_shape
 
@@ -143,6 +146,11 @@ def cmd_predict_model(args) -> int:
         print_json(decision.to_json())
         return 0
     frame, notes = decision.frame, decision.warnings
+    if wants_table(args):
+        print_tables({"predictions": frame, "crossovers": frame.attrs["crossovers"]}, args.format)
+        for note in notes:
+            warn(args, note)
+        return 0
     print(f"{args.model}, input {'x'.join(map(str, shape))}, {args.workload}: predicted from the calibration profiles")
     for row in frame.itertuples():
         top = ", ".join(f"{op['op'].replace('aten.', '').replace('.default', '')} {op['share']:.0%}"
@@ -161,7 +169,7 @@ def cmd_predict_model(args) -> int:
             print(f"crossover {a} vs {b}: batch ~{c['at']:.0f}{span}: {c['winner_below']} below, "
                   f"{c['winner_above']} above")
     for note in notes:
-        print(f"warning: {note}", file=sys.stderr)
+        warn(args, note)
     return 0
 
 
@@ -191,8 +199,9 @@ def add_calibrate(sub) -> None:
         ),
         epilog="example: crossover calibrate --device cpu --out experiments/profiles/amd-epyc-2c --quick",
     )
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to calibrate (default cpu)")
-    p.add_argument("--out", type=Path, required=True, help="directory for profile.json and calibration.csv.gz")
+    add_device(p, choices=("cpu", "cuda"), help="the device to calibrate (default cpu)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="directory for profile.json and calibration.csv.gz")
     p.add_argument("--rebuild", action="store_true",
                    help="measure nothing: rebuild --out's profile.json from its calibration.csv.gz with this "
                         "version's code (machine, threads and run metadata kept)")
@@ -206,7 +215,6 @@ def add_calibrate(sub) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0, help="seeds the rounds' orders (default 0)")
     p.add_argument("--machine", help="machine label (default: from the CPU/GPU name)")
     p.add_argument("--force", action="store_true", help="overwrite a profile already in --out")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.set_defaults(func=_cmd_calibrate)
 
@@ -232,7 +240,8 @@ def _cmd_calibrate(args) -> int:
     if args.rounds:
         plan = dataclasses.replace(plan, rounds=args.rounds)
     total = plan.rounds * (len(points(plan, args.device)) + 1)
-    bar = Progress(total, enabled=wants_progress(quiet=args.quiet or args.json))
+    bar = Progress(total, enabled=wants_progress(quiet=args.quiet or args.json, asked=args.verbose > 0),
+                   desc="calibrating")
     profile = run_calibration(args.device, args.out, plan=plan, seed=args.seed, threads=args.threads,
                               machine=args.machine, force=args.force, on_progress=bar.update)
     bar.close()

@@ -222,7 +222,7 @@ def read_noise(directories) -> list:
 #: How long a window spreads its rounds by default: about as long as the quick suite spreads a
 #: point's rounds over its run. Back-to-back rounds (a window of ~8 s) see one state of the machine
 #: and favour the low quantiles; spread like a run, which statistic repeats best varied from run to
-#: run (experiments/bench_protocol.py, README "Noisy machines").
+#: run (experiments/bench_protocol.py, docs/measuring.md, "Noisy machines").
 DEFAULT_SPAN_S = 30.0
 
 

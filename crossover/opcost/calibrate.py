@@ -272,6 +272,18 @@ def _drifted_rounds(rows) -> tuple:
     return drifted, float(np.mean(np.abs(values / median - 1)))
 
 
+def _reference_flop_rate(rows, drifted) -> float:
+    """FLOP/s of the drift reference's matrix product in the quiet rounds (the fastest of their
+    medians); 0 without reference rows. On a GPU the reference is :data:`GPU_REFERENCE_MNK
+    <crossover.opcost.calibration_plan.GPU_REFERENCE_MNK>`, a product far larger than the grid's."""
+    times = [float(r["median_s"]) for r in rows if r["reference"] and r["round"] not in drifted]
+    refs = [r for r in rows if r["reference"]]
+    if not times or not refs:
+        return 0.0
+    m, k, n = (int(refs[0][c]) for c in ("m", "k", "n"))
+    return 2.0 * m * k * n / min(times)
+
+
 #: Primitives whose time is the host's even on a GPU (the rest, on a GPU: the CUDA events' span).
 _HOST_FAMILIES = ("overhead", "h2d", "model", SYNCED_MODEL)
 
@@ -402,10 +414,22 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [s for s, _, _ in items])
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
+    if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell
+        flop_rates.append(_reference_flop_rate(rows, drifted))
     # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) a
     # product's extra FLOPs run at the best rate the calibration reached, not at the edge cell's own
     # (lower) rate: larger products only fill the device better (crossover/opcost/profiles.py: Grid).
-    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul") else grid)
+    # On a GPU that includes the drift reference's rate: on the H100 48.2 TFLOP/s against the grid's
+    # best 34.2 (crossover peaks: 51.9), which had the encoder layer's feed-forward products at batch
+    # 512 costed 1.01 ms each instead of ~0.71.
+    # On a GPU a convolution grid's edge cells are often launch-bound (queued tiny kernels run at the rate
+    # the host issues them), so the edge cell's own rate says nothing of a larger convolution's: on the
+    # H100 a 1-D convolution at batch 512, past the grid's largest output, was costed at a 19.5 µs cell's
+    # 2.2 TFLOP/s against the grid's best 62 (TF32), 157 µs for a step measured at 254 µs in all. There
+    # its extra FLOPs run at the grid's best rate; on a CPU an edge cell's time is its own work, out of
+    # cache, and its rate stands.
+    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul")
+                    else replace(grid, rate=grid.best_rate) if device == "cuda" else grid)
              for name, grid in grids.items()}
     bandwidths = [float(r["x"]) / s for s, _, r in families.get("elementwise", []) + families.get("copy", [])]
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}

@@ -1,4 +1,5 @@
-"""What a GPU runs differently from the trace's CPU path, and what its host pays per op.
+"""What a GPU runs differently from the trace's CPU path, and what its host pays per op; and a recurrent
+layer costed whole where a calibration timed one (cuDNN's fused call on a GPU, PyTorch's C++ loop on a CPU).
 
 - :func:`host_floor_s`: on a GPU the host's seconds per op of a family, its calibration's time at the
   smallest size (queued tiny kernels run at the rate the host issues them);
@@ -12,7 +13,7 @@ from typing import Mapping
 
 from .profiles import Profile
 
-__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING"]
+__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
@@ -32,6 +33,11 @@ def host_floor_s(profile: Profile, family: str) -> float:
         return min(min(min(row) for row in grid.time_s) for grid in grids)
     curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
     return float(curve.time_s[0]) if curve is not None else 0.0
+
+
+#: The time steps of a CPU calibration's recurrent primitives (all of one length, so their curve is a
+#: step's cost times this: :data:`crossover.opcost.calibration_plan.Plan.cpu_rnn_shapes`).
+CPU_RNN_STEPS = 16
 
 
 #: The warning a fused recurrent op's cost carries: no calibration primitive times cuDNN's RNN.
@@ -73,9 +79,16 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
     r = row["rnn"]
     layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
     curve = profile.curves.get("rnn")
+    if curve is not None and profile.device == "cpu":  # PyTorch's C++ loop, timed at CPU_RNN_STEPS steps
+        per_length = r["steps"] / CPU_RNN_STEPS  # a step costs the same whatever the sequence's length
+        flops = [gru_flops(r["batch"], CPU_RNN_STEPS, width, r["hidden"], r["gates"]) for width in layers]
+        host = r["directions"] * per_length * sum(curve(f) for f in flops)
+        floor = min(host, curve.time_s[0])
+        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"], warning="",
+                    compute_s=host - floor)
     if curve is not None:  # calibrated: cuDNN's GRU timed whole (host floor and kernels), per layer and direction
         flops = [gru_flops(r["batch"], r["steps"], width, r["hidden"], r["gates"]) for width in layers]
-        device = r["directions"] * sum(curve(f) for f in flops)
+        device = r["directions"] * sum(curve.affine(f) for f in flops)  # three shapes far apart: affine between
         host = r["directions"] * len(layers) * host_floor_s(profile, "rnn")
         floor = min(device, host)
         return dict(host_s=host, device_s=device, floor_s=floor, launches=row["launches"], warning="",

@@ -302,10 +302,12 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
-        on_gpu = gpu_records(records, model, batch_size) if workload == "forward" else records
+        fused = gpu_records(records, model, batch_size) if workload == "forward" else records
         input_bytes = batch_size * math.prod(shape) * element
         for profile in profiles:
-            step = step_prediction(profile, on_gpu if profile.device == "cuda" else records, module_calls=calls,
+            # a recurrent layer as one call where the profile timed one (a GPU's cuDNN, a CPU's C++ loop)
+            whole = profile.device == "cuda" or "rnn" in profile.curves
+            step = step_prediction(profile, fused if whole else records, module_calls=calls,
                                    n_params=n_params, param_bytes=param_bytes,
                                    input_bytes=input_bytes, transfer=transfer, top=top)
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,

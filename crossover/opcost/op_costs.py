@@ -410,7 +410,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     launches = int(row.get("launches", 1) or 0)
     if row.get("kind") == "view" or launches == 0:
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
-    if row.get("kind") == "rnn" and on_gpu:
+    if row.get("kind") == "rnn" and (on_gpu or "rnn" in profile.curves):
         return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = _fused_rows(name, row)
     if fused is not None:

@@ -129,6 +129,18 @@ class Curve:
             return self.time_s[-1] + (x - self.x[-1]) / self.asymptotic_rate
         return float(np.exp(np.interp(math.log(x), np.log(self.x), np.log(self.time_s))))
 
+    def affine(self, x: float) -> float:
+        """The time at ``x`` interpolated linearly between the two nearest points (``t = a + x / r`` on each
+        segment) instead of in log-log space; as :meth:`__call__` outside the points.
+
+        For a curve sampled sparsely across a floor-to-throughput transition (the GPU calibration's
+        three recurrent-layer shapes, 32x and 128x apart in FLOPs): there a log-log chord lies above a
+        floor-plus-throughput curve (convex in log-log) by up to the gap's square root.
+        """
+        if x <= self.x[0] or x >= self.x[-1]:
+            return self(x)
+        return float(np.interp(x, self.x, self.time_s))
+
     def to_json(self) -> dict:
         return {"x": list(self.x), "time_s": list(self.time_s), "rate": self.rate}
 
@@ -144,7 +156,8 @@ class Grid:
     log-log space (a power law ``t = a·M^α·(KN)^β`` is recovered exactly).
 
     Outside the grid the coordinates are clamped to it; when the product's FLOPs exceed the clamped
-    point's, the excess runs at ``rate`` FLOP/s (default: the clamped point's own rate).
+    point's, the excess runs at ``rate`` FLOP/s (default: the clamped point's own rate; a calibration sets
+    it where that rate says nothing of larger products: :func:`crossover.opcost.calibrate.build_profile`).
     """
 
     m: tuple
@@ -158,6 +171,12 @@ class Grid:
             raise ValueError(f"a grid's times must be {len(self.m)} × {len(self.kn)}, got {shape}")
         if np.any(np.asarray(self.time_s, float) <= 0):
             raise ValueError("a grid's times must be positive")
+
+    @property
+    def best_rate(self) -> float:
+        """The highest FLOP rate among the grid's points (``2·m·kn / t``)."""
+        flops = 2.0 * np.outer(np.asarray(self.m, float), np.asarray(self.kn, float))
+        return float(np.max(flops / np.asarray(self.time_s, dtype=float)))
 
     def __call__(self, m: float, kn: float) -> float:
         lm, lk = np.log(self.m), np.log(self.kn)

@@ -28,7 +28,7 @@ from .fits import PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT, crossover_text
 from ..results.statistics import STATISTICS
 from ..analysis.reference_study import ANCHOR, PAPER_STATISTIC, usual_threads, baseline_rows
 
-__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "claim_macros", "rule_macros", "best_mode_macros",
+__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "evidence_latex", "claim_macros", "rule_macros", "best_mode_macros",
            "cost_macros", "peak_macros", "heldout_macros", "second_edition_macros", "peaks_table"]
 
 #: The prices file ``make paper`` reads: the package's (:func:`crossover.shipped_data.shipped_prices_file`).
@@ -110,7 +110,7 @@ def _fmt(value, kind: str) -> str:
     return format_number(value, 3)
 
 
-def _latex(template: str, numbers: dict) -> str:
+def evidence_latex(template: str, numbers: dict) -> str:
     """``template`` (plain text with ``{name}`` fields) as LaTeX: its text escaped, its numbers formatted."""
     parts = re.split(r"(\{\w+\})", template)
     text = "".join(p if re.fullmatch(r"\{\w+\}", p) else _plain(p).replace("~", "$\\sim$") for p in parts)
@@ -138,35 +138,57 @@ def _sizes(rows: pd.DataFrame) -> str:
 
 
 # ------------------------------------------------------------------------------------------ claims
-def claim_macros(frame: pd.DataFrame, roles: dict) -> list:
+def _rounds_ranges(rounds: Optional[pd.DataFrame], roles: dict) -> dict:
+    """Axis -> (smallest, largest) crossing of the host CPU against its GPU over their paired rounds at the
+    claims' sizes (eager, the paper's baseline); {} without paired rounds."""
+    from ..analysis.paired_rounds import crossover_distribution
+    from ..analysis.reference_study import BASELINE
+
+    if rounds is None or "sequence" not in rounds or "Host" not in roles or "Cuda" not in roles:
+        return {}
+    base = {k: v for k, v in BASELINE.items() if k != "regime"}
+    pick = lambda r: {"machine": roles[r][0], "device": roles[r][1]}  # noqa: E731
+    out = {}
+    for axis, fixed in (("batch_size", dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])),
+                        ("d_model", dict(batch_size=1, n_layers=ANCHOR["n_layers"]))):
+        dist = crossover_distribution(rounds[rounds["sequence"].notna()], pick("Host"), pick("Cuda"), along=axis,
+                                      fixed={**base, **fixed})
+        if dist.n_crossing:
+            out[axis] = (dist.low, dist.high)
+    return out
+
+
+def claim_macros(frame: pd.DataFrame, roles: dict, rounds: Optional[pd.DataFrame] = None) -> list:
     """Per claim ``Claim<K>Statement``, ``...Source`` (a citation), ``...Verdict`` and
-    ``...Evidence`` (host CPU against its GPU, eager), ``...BestVerdict``/``...BestEvidence``
-    (compiled CPU against CUDA graphs) and ``...VmVerdict`` (the VM's CPU against the GPU, eager);
-    ``ClaimsSummary`` and ``ClaimsBestSummary`` count the verdicts."""
+    ``...Evidence`` (host CPU against its GPU, eager; a parity claim judged against the paired rounds'
+    crossings where ``rounds`` has them), ``...BestVerdict``/``...BestEvidence`` (compiled CPU against
+    CUDA graphs) and ``...VmVerdict`` (the VM's CPU against the GPU, eager); ``ClaimsSummary`` and
+    ``ClaimsBestSummary`` count the verdicts."""
     def results(cpu_role, **modes):
         if cpu_role in roles and "Cuda" in roles:
             return C.evaluate_claims(frame, roles[cpu_role], roles["Cuda"], column=COLUMN, **modes)
         return [C.ClaimResult(k, C.NOT_MEASURED) for k in C.CLAIMS]
 
-    eager, best = results("Host"), results("Host", cpu_mode="compile", gpu_mode="cudagraph")
+    eager = results("Host", rounds_ranges=_rounds_ranges(rounds, roles))
+    best = results("Host", cpu_mode="compile", gpu_mode="cudagraph")
     vm = results("Vm")
     macros = []
 
     def cell(result):
-        evidence = _latex(result.evidence_template, result.numbers) if result.evidence_template else ""
+        evidence = evidence_latex(result.evidence_template, result.numbers) if result.evidence_template else ""
         return f"\\textbf{{{result.verdict}}}" + (f": {evidence}" if evidence else "")
 
     for e, b, v in zip(eager, best, vm):
         name = "Claim" + _CLAIM_NAMES[e.key]
         source, template = C.CLAIMS[e.key]
         macros += [
-            Macro(name + "Statement", _latex(template, C._claim_numbers(e.key)), f"{e.key}: the claim as its source states it"),
+            Macro(name + "Statement", evidence_latex(template, C._claim_numbers(e.key)), f"{e.key}: the claim as its source states it"),
             Macro(name + "Source", f"\\cite{{{source}}}", f"{e.key}: where the claim comes from"),
             Macro(name + "Verdict", e.verdict, f"{e.key}: host CPU vs GPU, eager"),
-            Macro(name + "Evidence", _latex(e.evidence_template, e.numbers) if e.evidence_template else DASH,
+            Macro(name + "Evidence", evidence_latex(e.evidence_template, e.numbers) if e.evidence_template else DASH,
                   f"{e.key}: the numbers behind the verdict"),
             Macro(name + "BestVerdict", b.verdict, f"{e.key}: compiled host CPU vs GPU with CUDA graphs"),
-            Macro(name + "BestEvidence", _latex(b.evidence_template, b.numbers) if b.evidence_template else DASH,
+            Macro(name + "BestEvidence", evidence_latex(b.evidence_template, b.numbers) if b.evidence_template else DASH,
                   f"{e.key}: best modes, the numbers"),
             Macro(name + "VmVerdict", v.verdict, f"{e.key}: the VM's CPU vs the GPU (paired by size), eager"),
             Macro(name + "Cell", cell(e), f"{e.key}: verdict and numbers, eager (a table cell)"),
@@ -181,7 +203,6 @@ def claim_macros(frame: pd.DataFrame, roles: dict) -> list:
                Macro("ClaimsBestSummary", summary(best), "verdicts, best modes"),
                Macro("ClaimsVmSummary", summary(vm), "verdicts, VM vs GPU, eager"),
                Macro("ClaimsCount", format_number(len(C.CLAIMS)), "claims tested"),
-               Macro("ParityFactor", format_ratio(C.PARITY_FACTOR, 2), "a parity point within this factor is reproduced"),
                Macro("RuleParamsLimit", format_number(C.RULE_PARAMS), "the articles' rule: parameters under this"),
                Macro("RuleBatchLimit", format_number(C.RULE_BATCH), "the articles' rule: batch under this")]
     return macros
@@ -459,6 +480,6 @@ def _agreement_macros(fits: dict) -> list:
 
 def second_edition_macros(*, frame, everything, rounds, roles, fits, results, prices, models) -> list:
     """Every macro of this module (see the module docstring)."""
-    return (claim_macros(frame, roles) + rule_macros(frame, roles) + best_mode_macros(frame, roles)
+    return (claim_macros(frame, roles, rounds) + rule_macros(frame, roles) + best_mode_macros(frame, roles)
             + cost_macros(frame, roles, fits, prices) + peak_macros(frame, roles, fits)
             + heldout_macros(everything, models) + paired_macros(frame, rounds, roles) + _agreement_macros(fits))

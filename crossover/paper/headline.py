@@ -41,6 +41,8 @@ from ..analysis.reference_study import (ANCHOR, BASELINE, N_BOOT, PAPER_STATISTI
 from ..results.statistics import STATISTICS
 from .latex import NA, Macro, _tt, format_interval, format_number, format_quantity
 
+from .coverage import CoverageRun, batch_text as _batch, coverage_macros
+
 __all__ = ["headline_macros", "headline_fit_requests", "paired_macros", "machine_suffixes"]
 
 #: The latency the paper's medians of rounds read.
@@ -48,11 +50,6 @@ COLUMN = STATISTICS[PAPER_STATISTIC].column
 
 _NAMES = ("Median", "Quartiles", "Range", "Crossing", "RoundCount")
 _FIT_NAMES = ("Fit", "FitCI", "FitHolds")
-
-
-def _batch(x) -> str:
-    """A crossing batch size: three significant figures, whole from 10 on (99, not 99.0)."""
-    return format_number(x, 2) if x is not None and np.isfinite(x) and 10 <= abs(x) < 100 else format_number(x)
 
 
 def _distribution_macros(prefix: str, dist, what: str) -> list:
@@ -136,11 +133,11 @@ def _paired_runs(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.
 
 
 def _run_fit_requests(suffix: str, roles: dict, everything: pd.DataFrame, runs: list, main_dirs: set) -> list:
-    """``(rows, roles)`` of each paired run (the first two) whose crossover the paper's fits do not give:
-    what :func:`_machine_macros` fits with :func:`crossover.analysis.reference_study.fit_baseline`."""
+    """``(rows, roles)`` of each paired run whose crossover the paper's fits do not give: what
+    :func:`_machine_macros` fits with :func:`crossover.analysis.reference_study.fit_baseline`."""
     host, cuda = "Host" + suffix, "Cuda" + suffix
     return [(everything[everything["results_dir"] == directory], {host: roles[host], cuda: roles[cuda]})
-            for directory, _ in runs[:2] if directory not in main_dirs]
+            for directory, _ in runs if directory not in main_dirs]
 
 
 def headline_fit_requests(everything: pd.DataFrame, rounds: pd.DataFrame, roles: dict) -> list:
@@ -160,8 +157,9 @@ def _with_sequence(rounds: pd.DataFrame) -> pd.DataFrame:
 
 
 def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.DataFrame, fits: dict, *,
-                    fit_options: dict) -> list:
-    """The headline macros of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``."""
+                    fit_options: dict, coverage: Optional[list] = None) -> list:
+    """The headline macros of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``; every paired run
+    (not only the two the macros name) appended to ``coverage`` as a :class:`CoverageRun`."""
     from .. import analysis as A
 
     prefix = "PairedHost" + suffix
@@ -172,19 +170,24 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
               Macro(prefix + "MainRun", NA if not main_of else
                     ("paired" if all(dirs <= {d for d, _ in runs} for dirs in main_of.values()) else "unpaired"),
                     f"{what}: whether the runs the paper's fits read have paired rounds")]
-    for tag, index in (("", 0), ("Other", 1)):
-        directory, dist = runs[index] if len(runs) > index else (None, None)
-        macros += _distribution_macros(prefix + tag, dist, f"{what}, paired run {index + 1}")
+    fitted_runs = []
+    for directory, dist in runs:
+        if directory in main_dirs:
+            run_fits = (fits.get(host), fits.get(cuda))
+        else:
+            sub = everything[everything["results_dir"] == directory]
+            found = fit_baseline(sub, {host: roles[host], cuda: roles[cuda]}, **fit_options)
+            run_fits = (found.get(host), found.get(cuda))
         fitted = None
-        if directory is not None:
-            if directory in main_dirs:
-                run_fits = (fits.get(host), fits.get(cuda))
-            else:
-                sub = everything[everything["results_dir"] == directory]
-                found = fit_baseline(sub, {host: roles[host], cuda: roles[cuda]}, **fit_options)
-                run_fits = (found.get(host), found.get(cuda))
-            if all(f is not None for f in run_fits):
-                fitted = A.crossover(*run_fits, "batch_size", d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
+        if all(f is not None for f in run_fits):
+            fitted = A.crossover(*run_fits, "batch_size", d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
+        fitted_runs.append(fitted)
+        if coverage is not None:
+            coverage.append(CoverageRun(machine=roles[host][0], run=str(directory), dist=dist, fitted=fitted))
+    for tag, index in (("", 0), ("Other", 1)):
+        dist = runs[index][1] if len(runs) > index else None
+        macros += _distribution_macros(prefix + tag, dist, f"{what}, paired run {index + 1}")
+        fitted = fitted_runs[index] if len(runs) > index else None
         macros += _fit_macros(prefix + tag, fitted, dist, f"{what}, paired run {index + 1}")
     directory = runs[0][0] if runs else None
     run = everything[everything["results_dir"] == directory] if directory else None
@@ -210,9 +213,10 @@ def headline_macros(everything: pd.DataFrame, results, roles: dict, fits: dict, 
 
     rounds = _with_sequence(load_results(results, combine_rounds=False) if rounds is None else rounds)
     options = dict(n_boot=n_boot, seed=seed, jobs=jobs, models=models)
-    macros = []
+    macros, coverage = [], []
     for suffix in machine_suffixes(roles):
-        macros += _machine_macros(suffix, roles, everything, rounds, fits, fit_options=options)
+        macros += _machine_macros(suffix, roles, everything, rounds, fits, fit_options=options, coverage=coverage)
+    macros += coverage_macros(coverage)
     holds = next(m.text for m in macros if m.name == "PairedHostFitHolds")
     macros.append(Macro("XoverHoldsPaired", holds, "whether the fitted interval holds the paired median"))
     return macros

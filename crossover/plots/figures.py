@@ -16,7 +16,7 @@ sweep_batch_size         latency vs batch size (d_model, n_layers fixed), IQR ba
 sweep_d_model            latency vs d_model (n_layers, batch fixed)
 sweep_n_layers           latency vs n_layers (d_model, batch fixed)
 sweep_fixed_params       latency vs d_model at a fixed parameter count (n_layers = P / d²)
-throughput               achieved FLOP/s vs FLOPs per step against each device's measured peak
+throughput               achieved FLOP/s vs FLOPs per step against each device's measured peak (crossover peaks)
 speedup_map              the host's CPU/GPU speed-up over d_model x batch size (every eager
                          float32 forward point at that depth) with the fitted frontier
 speedup_params           the same speed-up at every point measured on both, over parameters x batch
@@ -84,11 +84,22 @@ def sweep_figure(ctx: FigureContext, sweep: str) -> None:
 
 
 def throughput_figure(ctx: FigureContext) -> None:
-    """``throughput``: achieved FLOP/s against the measured peak."""
+    """``throughput``: achieved FLOP/s against each device's peak (``crossover peaks``' matrix products,
+    from the ``peaks.json`` beside the results; else the highest rate achieved, labelled so)."""
     from .. import plots
+    from ..fit.peaks import find_peaks
 
+    roots = ctx.results_dir if isinstance(ctx.results_dir, (list, tuple)) else [ctx.results_dir]
+    found = find_peaks([*roots, *sorted(ctx.frame["results_dir"].dropna().unique())] if "results_dir" in ctx.frame
+                       else list(roots))
+    peaks = {}
+    for value, rows in ctx.base.groupby(ctx.hue):
+        machine, device = str(rows["machine"].iloc[0]), str(rows["device"].iloc[0])
+        rate = found.get(machine, {}).get(device, {}).get("flops_per_s")
+        if rate:
+            peaks[value] = float(rate)
     ctx.save("throughput", "Achieved throughput vs work per step (forward, eager, float32)",
-             lambda ax: plots.throughput_plot(ctx.base, hue=ctx.hue, ax=ax))
+             lambda ax: plots.throughput_plot(ctx.base, hue=ctx.hue, peak_flops_per_s=peaks, ax=ax))
 
 
 # --------------------------------------------------------------------------------- speed-ups
@@ -289,7 +300,13 @@ def make_figures(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     list of pathlib.Path
         The files written.
     """
+    from .theme import assign_series_colors
+
     ctx = load_context(results_dir, out_dir, formats=formats, log=log, diagram=diagram)
-    for draw in FIGURES.values():
-        draw(ctx)
+    assign_series_colors(sorted(ctx.frame["series"].unique()))  # one colour per device in every figure
+    try:
+        for draw in FIGURES.values():
+            draw(ctx)
+    finally:
+        assign_series_colors([])
     return ctx.written

@@ -14,7 +14,7 @@ from typing import Optional
 import pandas as pd
 
 from .theme import (MODES, NO_GPU_NOTE, _axes, _colors, _groups, _has_gpu, _label, _latency_axes, _legend,
-                    _log_ticks, _num, _per_x)
+                    _log_ticks, _num, _per_x, display_name, series_colors, single_machine)
 from .sweeps import _mark_crossovers
 
 __all__ = ["overhead_plot", "mode_crossover_plot", "comparison_plot"]
@@ -58,7 +58,7 @@ def overhead_plot(data: pd.DataFrame, *, hue: str = "mode", style: Optional[str]
         palette = dict(zip(MODES, _colors(len(MODES))))
         colors = {h: palette.get(h, c) for h, c in zip(hues, _colors(len(MODES) + len(hues))[len(MODES):])}
     else:
-        colors = dict(zip(hues, _colors(len(hues))))
+        colors = series_colors(hues)
     dashes = ["-", "--", ":", "-."]
     markers = ["o", "s", "^", "D"]
     styles = sorted(dict.fromkeys(data[style])) if style else [None]
@@ -69,7 +69,7 @@ def overhead_plot(data: pd.DataFrame, *, hue: str = "mode", style: Optional[str]
             continue
         line = _per_x(groups[key], "n_layers", ["_per_layer_us"])
         index = styles.index(key[1]) if style else 0
-        label = str(key[0]) + (f", {style}={key[1]}" if style else "")
+        label = display_name(key[0]) + (f", {style}={key[1]}" if style else "")
         ax.plot(line["n_layers"], line["_per_layer_us"], marker=markers[index % len(markers)], color=colors[key[0]],
                 linestyle=dashes[index % len(dashes)], label=label)
     ax.set_xscale("log")
@@ -132,7 +132,9 @@ def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "
     """
     ax = _axes(ax)
     devices = [d for d in (a, b) if (data[hue] == d).any()]
-    colors = dict(zip((a, b), _colors(2)))
+    machine = single_machine(data) if hue == "device" else None
+    colors = series_colors((a, b), machine)
+    names = {d: display_name(f"{machine}/{d}" if machine else d) for d in (a, b)}
     modes = [m for m in MODES if m in set(data[style])] + sorted(set(data[style]) - set(MODES))
     markers = dict(zip(modes, ["o", "s", "^", "D", "v"]))
     dashes = dict(zip(modes, ["-", "--", ":", "-."] * 2))
@@ -146,7 +148,7 @@ def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "
             line = _per_x(rows, x, ["median_s"] + (["q1_s", "q3_s"] if band else []))
             curves[device, mode] = line.set_index(x)["median_s"]
             ax.plot(line[x], line["median_s"], color=colors[device], marker=markers[mode], linestyle=dashes[mode],
-                    label=f"{device} {mode}")
+                    label=f"{names[device]} {mode}")
             if band:
                 ax.fill_between(line[x], line["q1_s"], line["q3_s"], color=colors[device], alpha=0.15, lw=0)
     notes = []
@@ -157,18 +159,18 @@ def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "
             roots = _crossings(curves[a, "eager"], curves[b, "eager"])
             if roots:
                 ax.axvline(roots[0], color="0.15", linestyle=":", linewidth=1.1,
-                           label=f"eager: {a} = {b} at {x} {_num(roots[0])} (measured)")
+                           label=f"eager: {names[a]} = {names[b]} at {x} {_num(roots[0])} (measured)")
             else:
-                notes.append(_everywhere(curves[a, "eager"], curves[b, "eager"], a, b, x, "eager"))
+                notes.append(_everywhere(curves[a, "eager"], curves[b, "eager"], names[a], names[b], x, "eager"))
         best = {d: _best(data[data[hue] == d], x, style) for d in devices}
         if all(len(v) for v in best.values()):
             roots = _crossings(best[a], best[b])
             for i, root in enumerate(roots):
                 ax.axvline(root, color="0.15", linestyle="-.", linewidth=1.1,
-                           label="_best" if i else f"fastest modes: {a} = {b} at {x} "
+                           label="_best" if i else f"fastest modes: {names[a]} = {names[b]} at {x} "
                                                    + ", ".join(_num(r) for r in roots) + " (measured)")
             if not roots:
-                notes.append(_everywhere(best[a], best[b], a, b, x, "fastest modes"))
+                notes.append(_everywhere(best[a], best[b], names[a], names[b], x, "fastest modes"))
     _latency_axes(ax, data, x)
     _legend(ax, "\n".join(notes) or None, loc=legend)
     return ax
@@ -215,7 +217,7 @@ def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch
     if style is not None and data[style].nunique() < 2:
         style = None
     hues = list(dict.fromkeys(data[by]))
-    colors = dict(zip(hues, _colors(len(hues))))
+    colors = series_colors(hues)
     markers = ["o", "s", "^", "D"]
     styles = sorted(dict.fromkeys(data[style])) if style else [None]
     band = {"q1_s", "q3_s"} <= set(data.columns)
@@ -225,7 +227,7 @@ def comparison_plot(data: pd.DataFrame, *, by: str = "workload", x: str = "batch
             continue
         rows = groups[key]
         line = _per_x(rows, x, ["median_s"] + (["q1_s", "q3_s"] if band else []))
-        label = str(key[0]) + (f", {style}={key[1]}" if style else "")
+        label = display_name(key[0]) + (f", {style}={key[1]}" if style else "")
         index = styles.index(key[1]) if style else 0
         ax.plot(line[x], line["median_s"], color=colors[key[0]], marker=markers[index % len(markers)],
                 linestyle=["-", "--", ":", "-."][index % 4], label=label)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..units import format_quantity
 from .theme import (NO_GPU_NOTE, _axes, _colors, _groups, _has_gpu, _label, _legend, _log_ticks, _num,
-                    _per_x, _short, _spans_decades)
+                    _per_x, _short, _spans_decades, display_name, series_colors)
 
 __all__ = ["sweep_plot", "throughput_plot", "crossover_label"]
 
@@ -155,10 +155,11 @@ def sweep_plot(data: pd.DataFrame, *, x: str, y: str = "median_s", hue: Optional
     band = {"q1_s", "q3_s"} <= set(data.columns)
     columns = [y] + (["q1_s", "q3_s"] if band else [])
     groups = list(_groups(data, [hue]))
-    colors = dict(zip([k for k, _ in groups], _colors(len(groups))))
+    named = series_colors([k[0] if k else "" for k, _ in groups])
+    colors = {k: named[k[0] if k else ""] for k, _ in groups}
     for key, rows in groups:
         line = _per_x(rows, x, columns)
-        label = str(key[0]) if key else None
+        label = display_name(key[0]) if key else None
         ax.plot(line[x], line[y], marker="o", color=colors[key], label=label)
         if band:
             ax.fill_between(line[x], line["q1_s"], line["q3_s"], color=colors[key], alpha=0.25, lw=0)
@@ -199,8 +200,8 @@ def throughput_plot(data: pd.DataFrame, *, peak_flops_per_s: Optional[Mapping] =
     data : pandas.DataFrame
         Measured rows with ``flops``, ``median_s`` and ``hue``.
     peak_flops_per_s : mapping of str to float, optional
-        The peak of each ``hue`` value (FLOP/s); default: the highest rate achieved in ``data``
-        ("measured peak"). A value missing from the mapping falls back to that default.
+        The peak of each ``hue`` value (FLOP/s; ``crossover peaks``' matrix products); default: the
+        highest rate achieved in ``data`` (labelled so). A value missing from the mapping falls back to it.
     hue : str
         Column naming the series (default ``device``).
     ax : matplotlib.axes.Axes, optional
@@ -212,19 +213,21 @@ def throughput_plot(data: pd.DataFrame, *, peak_flops_per_s: Optional[Mapping] =
     """
     ax = _axes(ax)
     groups = list(_groups(data, [hue]))
-    colors = _colors(len(groups))
+    named = series_colors([key[0] for key, _ in groups])
     peaks = []
-    for (key, rows), color in zip(groups, colors):
+    for key, rows in groups:
+        color = named[key[0]]
         rows = rows.sort_values("flops")
         rate = rows["flops"].to_numpy(float) / rows["median_s"].to_numpy(float)
-        name = str(key[0])
+        name = display_name(key[0])
         ax.plot(rows["flops"], rate, linestyle="none", marker="o", alpha=0.8, color=color, label=name)
         peak = (peak_flops_per_s or {}).get(key[0])
         measured = peak is None
         peak = float(rate.max()) if measured else float(peak)
         peaks.append(peak)
         ax.axhline(peak, color=color, linestyle="--", linewidth=1.0,
-                   label=f"{name} {'measured ' if measured else ''}peak {format_quantity(peak, 'FLOP/s')}")
+                   label=(f"{name} highest achieved {format_quantity(peak, 'FLOP/s')}" if measured
+                          else f"{name} peak {format_quantity(peak, 'FLOP/s')}"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(_label("flops"))

@@ -16,7 +16,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["RC", "PALETTE", "NO_GPU_NOTE", "MODES", "LABELS", "BELOW", "style"]
+__all__ = ["RC", "PALETTE", "NO_GPU_NOTE", "MODES", "LABELS", "BELOW", "style", "display_name",
+           "assign_series_colors", "series_colors", "single_machine"]
 
 #: Colour-blind-safe palette (seaborn's "colorblind", Okabe-Ito-like).
 PALETTE = "colorblind"
@@ -85,6 +86,66 @@ def _colors(n: int) -> list:
     import seaborn as sns
 
     return sns.color_palette(PALETTE, max(n, 1))
+
+
+#: The palette's colours in the order series get them: blue, orange, green, then pink before vermilion
+#: (so the second GPU machine's host is not a near-orange beside the first's).
+_SERIES_PALETTE_ORDER = (0, 1, 2, 4, 3, 5, 9, 7, 8, 6)
+#: The series (``machine/device``) of the figures being drawn, in colour order (:func:`assign_series_colors`).
+_SERIES_ORDER: list = []
+
+
+def _machine_device(label) -> Optional[tuple]:
+    text = _short(label)
+    machine, sep, device = text.partition("/")
+    return (machine, device) if sep and machine and device else None
+
+
+def display_name(label) -> str:
+    """A series as a reader names it: ``nvidia-h200-16c/cpu`` -> ``H200 host CPU``, ``.../cuda`` ->
+    ``H200 GPU``, ``amd-epyc-2c/cpu`` -> ``amd-epyc-2c CPU``; anything not ``machine/device`` (a device,
+    a mode) unchanged."""
+    parts = _machine_device(label)
+    if parts is None:
+        return str(label)
+    machine, device = parts
+    if machine.startswith("nvidia-") and len(machine.split("-")) > 1:
+        gpu = machine.split("-")[1].upper()
+        return f"{gpu} GPU" if device.startswith("cuda") else f"{gpu} host {device.upper()}"
+    return f"{machine} {'GPU' if device.startswith('cuda') else device.upper()}"
+
+
+def assign_series_colors(labels) -> None:
+    """Fix each series' colour for the figures drawn next (one colour per device across all of them):
+    CPU-only machines first, then each GPU machine's host CPU and GPU, by machine name."""
+    pairs = {str(label): _machine_device(label) for label in labels}
+    gpu_machines = {p[0] for p in pairs.values() if p and p[1].startswith("cuda")}
+    order = sorted(pairs, key=lambda label: (pairs[label] is None, (pairs[label] or ("",))[0] in gpu_machines,
+                                             pairs[label] or (label,)))
+    _SERIES_ORDER[:] = order
+
+
+def single_machine(data: pd.DataFrame) -> Optional[str]:
+    """The one machine ``data`` holds (its ``machine`` column), else None."""
+    if "machine" in data and data["machine"].nunique() == 1:
+        return str(data["machine"].iloc[0])
+    return None
+
+
+def series_colors(keys, machine: Optional[str] = None) -> dict:
+    """A colour per key: the series' fixed colour (:func:`assign_series_colors`) where it has one (a bare
+    device name as ``machine``'s series when ``machine`` is given), else the palette's next in order."""
+    keys = list(keys)
+    if machine:
+        named = series_colors([f"{machine}/{k}" if _machine_device(k) is None else k for k in keys])
+        return dict(zip(keys, named.values()))
+    base = _colors(10)
+    order = [base[i] for i in _SERIES_PALETTE_ORDER]
+    palette = (order * (1 + (len(_SERIES_ORDER) + len(keys)) // len(order))) if _SERIES_ORDER \
+        else _colors(max(len(keys), 1))
+    fixed = {label: palette[i] for i, label in enumerate(_SERIES_ORDER)}
+    spare = iter(palette[len(_SERIES_ORDER):])
+    return {k: fixed[str(k)] if str(k) in fixed else next(spare) for k in keys}
 
 
 def _label(column: str) -> str:

@@ -25,7 +25,7 @@ noise`` (one) on the 2-core VM measured 8 sizes in 3 independent windows each, i
 shuffled rounds. Averaged over the four experiments, one window's estimate lay 8.5% from the mean
 over windows for the 10th percentile of the pooled repeats (6.6% on compute-bound sizes), 8.2% for
 the fastest repeat (5.5%) and 10.5% for the median of the rounds (9.2%); the fastest repeat's worst
-size was far worse (36% against 23%), and the median won two of the four (README, "Noisy
+size was far worse (36% against 23%), and the median won two of the four (docs/measuring.md, "Noisy
 machines"; logs in ``experiments/results/amd-epyc-2c/``).
 """
 
