@@ -108,6 +108,7 @@ def _macros(results, everything, frame, dirs, every_round, rounds, roles, supers
                         for rows, run_roles in headline_fit_requests(everything, every_round, roles)]
                        + [(frame, roles, fit_options), (frame, roles, dict(fit_options, statistic="p10")),
                           (frame, roles, dict(fit_options, n_boot=0, extra_models=GEMM_MODELS))])
+    zoo_frames = transfer_frames(_zoo_sets(results))  # the own-model predictions, while the fits run
     fits = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs)
     for role in ROLES:  # the paper's roles always exist, as n/a if absent
         fits.setdefault(role, None)
@@ -142,7 +143,6 @@ def _macros(results, everything, frame, dirs, every_round, rounds, roles, supers
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
                                     results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
-    zoo_frames = transfer_frames(_zoo_sets(results))
     macros += transfer_macros(zoo_frames)
     macros += launch_rule_macros(frame, roles, zoo_frames) + mnist_zoo_macros(zoo_frames)
     macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models,
