@@ -287,3 +287,33 @@ def test_headline_macros_exist_without_paired_rounds(macros):
     for prefix in ("PairedHost", "PairedHostB"):
         assert text[prefix + "Median"] == P.NA and text[prefix + "Fit"] == P.NA and text[prefix + "Runs"] == "0"
     assert text["PairedHostMainRun"] == "unpaired" and text["PairedHostBMainRun"] == P.NA
+
+
+def test_fits_started_ahead_in_processes_give_the_same_macros(macros, monkeypatch):
+    from crossover.analysis import reference_study as study
+
+    _, serial, root = macros
+    started = []
+    prefetch = study.prefetch_baselines
+    monkeypatch.setattr(P, "prefetch_baselines", lambda requests: (started.extend(requests), prefetch(requests)))
+    parallel = P.compute_macros([root], n_boot=12, seed=0, jobs=2, models=("roofline",))
+    assert started and [(m.name, m.text) for m in parallel] == [(m.name, m.text) for m in serial]
+    assert not study._PREFETCHED and not study._POOL  # forgotten after the block
+
+
+def test_a_prefetched_fit_is_the_fit_asked_for(macros):
+    from crossover.analysis import reference_study as study
+
+    frame = study.main_runs(P.load_results([macros[2]], raw=True))
+    roles = study.assign_roles(frame)
+    options = dict(models=("roofline",), n_boot=5, seed=0)
+    alone = study.fit_baseline(frame, roles, **options)
+    with study.prefetching(2):
+        study.prefetch_baselines([(frame, roles, options), (frame, roles, dict(options, extra_models=("roofline+gemm",)))])
+        assert len(study._PREFETCHED) == 2 * sum(f is not None for f in alone.values())
+        ahead = study.fit_baseline(frame, roles, **options)
+        assert study.fit_baseline(frame, roles, **dict(options, n_boot=6))["Host"].draws.shape == (6, 4)
+    for role, fit in alone.items():
+        if fit is not None:
+            np.testing.assert_array_equal(fit.params, ahead[role].params)
+            np.testing.assert_array_equal(fit.draws, ahead[role].draws)

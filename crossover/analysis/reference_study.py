@@ -11,11 +11,16 @@ fits and intervals:
 - :func:`assign_roles`: the series by role (``Vm``, ``Host``, ``Cuda``, ``VmB``, ...);
 - :func:`fit_baseline`: each role's baseline series fitted with :data:`PAPER_STATISTIC` and
   :data:`N_BOOT` bootstrap resamples, seeded by the series' label
-  (:func:`crossover.fit.series_fit.series_seed`, as every entry point seeds it).
+  (:func:`crossover.fit.series_fit.series_seed`, as every entry point seeds it);
+- :func:`prefetching` and :func:`prefetch_baselines`: the fits a caller will ask :func:`fit_baseline`
+  for, started at once in one pool of processes (the paper's numbers ask for some twenty series in
+  six calls: fitted call by call, two processes idle while one fits a slow series).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from concurrent.futures import ProcessPoolExecutor
 from typing import Optional, Sequence
 
@@ -27,7 +32,8 @@ from ..fit.validation import candidate_models
 
 __all__ = [
     "BASELINE", "ANCHOR", "N_BOOT", "PAPER_STATISTIC", "ROLES",
-    "main_runs", "baseline_rows", "host_machine", "assign_roles", "fit_baseline",
+    "main_runs", "baseline_rows", "host_machine", "assign_roles", "fit_baseline", "prefetching",
+    "prefetch_baselines",
 ]
 
 #: The setting the paper's main fits and crossovers use (besides each device's usual thread count).
@@ -133,16 +139,29 @@ def _fit_one(args):
     return fit_series(rows, models, n_boot=n_boot, seed=seed, label=label, statistic=statistic)
 
 
-def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
-                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
-                 extra_models: Sequence[str] = ()) -> dict:
-    """Role -> :class:`crossover.fit.series_fit.SeriesFit` of its baseline series (None: too few points).
+#: Fits started ahead (:func:`prefetch_baselines`): task key -> (Future of a group's fits, index); the pool.
+_PREFETCHED: dict = {}
+_POOL: list = []
 
-    Every role is fitted with the candidate ``models`` (default: its series',
-    :func:`crossover.fit.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
-    resamples seeded by the series' label (``machine/device``) and each point's latency
-    ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results).
-    """
+
+def _task_key(task, options: bool = True) -> str:
+    """What a fit task computes: its rows (every value, as text) and its options (with ``options``
+    False: its rows, label and statistic alone, which fits sharing their cross-validation share)."""
+    rows, models, n_boot, seed, label, statistic = task
+    digest = hashlib.sha256(repr((models, n_boot, seed) if options else ()).encode())
+    digest.update(repr((label, statistic)).encode())
+    digest.update(rows.to_csv().encode())
+    return digest.hexdigest()
+
+
+def _fit_group(tasks: list) -> list:
+    """:func:`_fit_one` of each task, in one process: fits of the same rows reuse each other's
+    cross-validation of the candidates they share (:func:`crossover.fit.series_fit.fit_series`)."""
+    return [_fit_one(task) for task in tasks]
+
+
+def _tasks(frame, roles, *, models, n_boot, seed, min_points, statistic, extra_models) -> tuple:
+    """``(roles, tasks)`` of :func:`fit_baseline`: one :func:`_fit_one` task per role with enough points."""
     base = baseline_rows(frame)
     tasks, names = [], []
     for role, (machine, device) in sorted(roles.items()):
@@ -153,11 +172,79 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[
             tasks.append((rows.reset_index(drop=True), candidates + tuple(extra_models), n_boot,
                           series_seed(label, seed), label, statistic))
             names.append(role)
-    fits = dict.fromkeys(roles)
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            results = list(pool.map(_fit_one, tasks))
+    return names, tasks
+
+
+@contextlib.contextmanager
+def prefetching(jobs: int):
+    """A block in which :func:`prefetch_baselines` starts fits in ``jobs`` processes (none where
+    ``jobs`` < 2: the fits are then made when asked for); forgotten at its end."""
+    if jobs < 2:
+        yield
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        _POOL.append(pool)
+        try:
+            yield
+        finally:
+            _POOL.remove(pool)
+            for future, _ in _PREFETCHED.values():
+                future.cancel()
+            _PREFETCHED.clear()
+
+
+def prefetch_baselines(requests: Sequence) -> None:
+    """Start the fits :func:`fit_baseline` will return for each request, in the pool of the enclosing
+    :func:`prefetching` block (nothing outside one): the same fits, made sooner.
+
+    Parameters
+    ----------
+    requests : sequence of (frame, roles, options)
+        :func:`fit_baseline`'s arguments (``options`` a dict of its keywords), in the order to start
+        them; the fits of the same rows and statistic (with another bootstrap size or more candidate
+        models, say) go to one process, where they share their cross-validation.
+    """
+    if not _POOL:
+        return
+    groups: dict = {}
+    for frame, roles, options in requests:
+        options = {k: v for k, v in options.items() if k != "jobs"}
+        for task in _tasks(frame, roles, **{**_FIT_DEFAULTS, **options})[1]:
+            key = _task_key(task)
+            if key not in _PREFETCHED and not any(key in group for group in groups.values()):
+                groups.setdefault(_task_key(task, options=False), {})[key] = task
+    for group in groups.values():
+        future = _POOL[-1].submit(_fit_group, list(group.values()))
+        for index, key in enumerate(group):
+            _PREFETCHED[key] = (future, index)
+
+
+#: :func:`fit_baseline`'s defaults, for :func:`prefetch_baselines`.
+_FIT_DEFAULTS = dict(models=None, n_boot=N_BOOT, seed=0, min_points=8, statistic=PAPER_STATISTIC, extra_models=())
+
+
+def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT,
+                 seed: int = 0, jobs: int = 1, min_points: int = 8, statistic: str = PAPER_STATISTIC,
+                 extra_models: Sequence[str] = ()) -> dict:
+    """Role -> :class:`crossover.fit.series_fit.SeriesFit` of its baseline series (None: too few points).
+
+    Every role is fitted with the candidate ``models`` (default: its series',
+    :func:`crossover.fit.validation.candidate_models`) and ``extra_models`` (grouped CV picks one), ``n_boot`` bootstrap
+    resamples seeded by the series' label (``machine/device``) and each point's latency
+    ``statistic``; ``jobs`` > 1 fits the series in parallel processes (same results). A fit started
+    by :func:`prefetch_baselines` is taken from there.
+    """
+    names, tasks = _tasks(frame, roles, models=models, n_boot=n_boot, seed=seed, min_points=min_points,
+                          statistic=statistic, extra_models=extra_models)
+    started = {i: _PREFETCHED.get(_task_key(t)) for i, t in enumerate(tasks)} if _PREFETCHED else {}
+    todo = [t for i, t in enumerate(tasks) if started.get(i) is None]
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            done = iter(list(pool.map(_fit_one, todo)))
     else:
-        results = [_fit_one(t) for t in tasks]
+        done = iter([_fit_one(t) for t in todo])
+    results = [started[i][0].result()[started[i][1]] if started.get(i) is not None else next(done)
+               for i in range(len(tasks))]
+    fits = dict.fromkeys(roles)
     fits.update(zip(names, results))
     return fits

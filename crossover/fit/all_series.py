@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from . import cache as fit_cache
 from ..errors import AnalysisError
 from ..results.columns import SERIES_KEYS
 from ..results.statistics import DEFAULT_STATISTIC
@@ -106,7 +107,7 @@ def fit_results(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, 
     bar = progress([c for plan in plans for c in plan]) if progress else None
     jobs = default_jobs() if jobs is None else jobs
     cached = {label: fit_series(rows, models, label=label, seed=series_seed(label, seed), only_cached=True, **options)
-              for label, rows in todo} if jobs > 1 else {}
+              for label, rows in todo} if jobs > 1 and fit_cache.enabled() else {}  # nothing to find with it off
     missing = [(label, rows) for label, rows in todo if cached.get(label) is None]
     try:
         if jobs > 1 and len(missing) > 1:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .latency_models import evaluate, fit_parameters
 
-__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "resolve_bootstrap", "series_rounds", "BOOTSTRAPS",
+__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "weighted_quantile", "resolve_bootstrap", "series_rounds", "BOOTSTRAPS",
            "DEFAULT_BOOTSTRAP", "MIN_BOOTSTRAP_ROUNDS"]
 
 #: What a bootstrap resamples: the fit's log residuals, each point's repeats, or whole rounds; ``auto``
@@ -99,8 +99,6 @@ def round_draws(model, theta, frame, X, t, quantile, *, n_boot, rng, loss, f_sca
         The points carry no rounds (``load_results(..., raw=True)`` keeps ``round_raw_s``), or the
         series has fewer than two rounds.
     """
-    from collections import Counter
-
     from ..errors import AnalysisError
 
     if "round_raw_s" not in frame:
@@ -109,18 +107,70 @@ def round_draws(model, theta, frame, X, t, quantile, *, n_boot, rng, loss, f_sca
     ids = sorted(set().union(*rounds_of))
     if len(ids) < 2:
         raise AnalysisError(f"the rounds bootstrap needs two or more rounds; this series has {len(ids)}")
-    scale = []
-    for rounds, latency in zip(rounds_of, t):
+    position = {r: i for i, r in enumerate(ids)}
+    # Every resample's rounds first (the generator's stream as when each was drawn before its refit):
+    # counts[k, i] is how often resample k drew round ids[i].
+    counts = np.zeros((n_boot, len(ids)), dtype=np.int64)
+    for k in range(n_boot):
+        for r in rng.choice(ids, size=len(ids), replace=True).tolist():
+            counts[k, position[r]] += 1
+    latencies = np.empty((n_boot, len(t)))
+    for j, (rounds, latency) in enumerate(zip(rounds_of, t)):
         pooled = [v for times in rounds.values() for v in times]
-        scale.append(latency / np.quantile(pooled, quantile) if pooled else 1.0)
+        factor = latency / np.quantile(pooled, quantile) if pooled else 1.0
+        values = np.asarray(pooled, dtype=float)
+        owner = np.asarray([position[r] for r, times in rounds.items() for _ in times], dtype=np.intp)
+        order = np.argsort(values, kind="stable")
+        drawn = weighted_quantile(values[order], counts[:, owner[order]], quantile)
+        latencies[:, j] = np.where(np.isnan(drawn), latency, factor * drawn)
     draws = []
-    for _ in range(n_boot):
-        counts = Counter(rng.choice(ids, size=len(ids), replace=True).tolist())
-        latencies = []
-        for rounds, latency, factor in zip(rounds_of, t, scale):
-            drawn = [np.repeat(np.asarray(rounds[r], float), c) for r, c in counts.items() if r in rounds]
-            pooled = np.concatenate(drawn) if drawn else np.empty(0)
-            latencies.append(factor * np.quantile(pooled, quantile) if len(pooled) else latency)
-        draws.append(fit_parameters(model, X, np.asarray(latencies), [theta], loss, f_scale, peaks))
+    for k in range(n_boot):
+        draws.append(fit_parameters(model, X, latencies[k], [theta], loss, f_scale, peaks))
         on_refit()
     return np.asarray(draws)
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, quantile: float) -> np.ndarray:
+    """``np.quantile(np.repeat(values, w), quantile)`` for each row ``w`` of ``weights``, at once.
+
+    The linear method, computed as numpy computes it (the virtual index ``(n - 1) q``, the two order
+    statistics around it, numpy's two-sided interpolation), so each value is the one
+    :func:`numpy.quantile` gives bit for bit (``tests/test_bootstrap_rounds.py`` checks it); NaN for
+    a row of zero weights.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Sorted values, shape ``(m,)``.
+    weights : numpy.ndarray
+        Non-negative integer repeats of each value, one row per multiset, shape ``(k, m)``.
+    quantile : float
+        In [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(k,)``.
+    """
+    weights = np.atleast_2d(weights)
+    if not values.size:
+        return np.full(len(weights), np.nan)
+    cumulative = np.cumsum(weights, axis=1)
+    n = cumulative[:, -1]
+    virtual = (n - 1) * quantile
+    below = np.floor(virtual)
+    above = below + 1
+    last = virtual >= n - 1
+    below, above = np.where(last, n - 1, below), np.where(last, n - 1, above)
+    below, above = np.maximum(below, 0), np.maximum(above, 0)
+
+    def at(index):  # the value at sorted position `index` of each row's multiset
+        rank = (cumulative <= index.astype(np.int64)[:, None]).sum(axis=1)
+        return values[np.minimum(rank, len(values) - 1)]
+
+    a, b = at(below), at(above)
+    gamma = np.where(last, 0.0, virtual - np.floor(virtual))
+    diff = b - a
+    out = a + diff * gamma
+    out = np.where(gamma >= 0.5, b - diff * (1 - gamma), out)
+    return np.where(n > 0, out, np.nan)

@@ -33,7 +33,7 @@ __all__ = ["cache_dir", "enabled", "key_of", "code_digest", "load", "store", "cl
 CACHE_VERSION = 1
 #: Modules whose source decides a fit's result: a change to any of them invalidates every key.
 _FITTING_MODULES = ("fit/series_fit", "fit/latency_models", "fit/validation", "fit/bootstrap",
-                    "fit/calibrated_model", "results/statistics", "measurement/toy_model", "axes",
+                    "fit/calibrated_model", "fit/toy_trace", "results/statistics", "measurement/toy_model", "axes",
                     "opcost/module_predict", "opcost/op_costs", "opcost/gpu_ops", "opcost/layer_primitives",
                     "opcost/trace", "opcost/profiles")
 

@@ -63,20 +63,14 @@ def _token(profile: Profile) -> tuple:
 
 def _traced(d_model: int, n_layers: int, batch_size: int, workload: str, dtype: str) -> tuple:
     """One traced step of a ResidualMLP (rows, module calls, parameters, parameter bytes), cached per
-    size: the trace does not depend on the profile, so every profile costs the same trace."""
+    size: the trace does not depend on the profile, so every profile costs the same trace. Built from
+    a few real traces (:func:`crossover.fit.toy_trace.toy_trace`: the same rows, without tracing
+    each of the thousands of sizes a crossover search or a speed-up map asks about)."""
     key = (d_model, n_layers, batch_size, workload, dtype)
     if key not in _TRACES:
-        import torch
+        from .toy_trace import toy_trace
 
-        from ..measurement.toy_model import ResidualMLP
-        from ..opcost.module_predict import trace_step
-
-        torch_dtype = getattr(torch, dtype)
-        model = ResidualMLP(d_model, n_layers, device="meta", dtype=torch_dtype)
-        table, calls = trace_step(model, (d_model,), batch_size, workload, torch_dtype)
-        n_params = sum(1 for p in model.parameters() if p.requires_grad)
-        param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-        _TRACES[key] = (table.to_dict("records"), calls, n_params, param_bytes)
+        _TRACES[key] = toy_trace(d_model, n_layers, batch_size, workload, dtype)
     return _TRACES[key]
 
 

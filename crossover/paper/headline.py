@@ -43,7 +43,7 @@ from .latex import NA, Macro, _tt, format_interval, format_number, format_quanti
 
 from .coverage import CoverageRun, batch_text as _batch, coverage_macros
 
-__all__ = ["headline_macros", "paired_macros", "machine_suffixes"]
+__all__ = ["headline_macros", "headline_fit_requests", "paired_macros", "machine_suffixes"]
 
 #: The latency the paper's medians of rounds read.
 COLUMN = STATISTICS[PAPER_STATISTIC].column
@@ -99,17 +99,14 @@ def _run_date(rows: pd.DataFrame) -> str:
     return NA if not days else days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
 
 
-def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.DataFrame, fits: dict, *,
-                    fit_options: dict, coverage: Optional[list] = None) -> list:
-    """The headline macros of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``; every paired run
-    (not only the two the macros name) appended to ``coverage`` as a :class:`CoverageRun`."""
-    from .. import analysis as A
+def _paired_runs(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.DataFrame) -> tuple:
+    """``(runs, main_of, main_dirs)`` of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``:
+    its runs with paired rounds as ``(results_dir, distribution)`` (the run the fits read first), the
+    results directories its fits read per device, and the runs holding both devices' fitted rows."""
     from ..analysis.paired_rounds import crossover_distribution
     from ..analysis.reference_study import main_runs
 
-    prefix = "PairedHost" + suffix
     host, cuda = "Host" + suffix, "Cuda" + suffix
-    what = f"{host} vs {cuda}"
     fixed = dict(d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"],
                  **{k: v for k, v in BASELINE.items() if k != "regime"})
     runs = []  # (results_dir, distribution), the run the fits read first
@@ -132,6 +129,43 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
             dist = crossover_distribution(mine[mine["results_dir"] == directory], pick(host), pick(cuda), fixed=fixed)
             if dist.n_rounds:
                 runs.append((directory, dist))
+    return runs, main_of, main_dirs
+
+
+def _run_fit_requests(suffix: str, roles: dict, everything: pd.DataFrame, runs: list, main_dirs: set) -> list:
+    """``(rows, roles)`` of each paired run whose crossover the paper's fits do not give: what
+    :func:`_machine_macros` fits with :func:`crossover.analysis.reference_study.fit_baseline`."""
+    host, cuda = "Host" + suffix, "Cuda" + suffix
+    return [(everything[everything["results_dir"] == directory], {host: roles[host], cuda: roles[cuda]})
+            for directory, _ in runs if directory not in main_dirs]
+
+
+def headline_fit_requests(everything: pd.DataFrame, rounds: pd.DataFrame, roles: dict) -> list:
+    """The ``(rows, roles)`` :func:`headline_macros` fits (with
+    :func:`crossover.analysis.reference_study.fit_baseline`), known before it runs: to start them early
+    (:func:`crossover.analysis.reference_study.prefetch_baselines`). ``rounds`` as :func:`headline_macros` takes them."""
+    rounds = _with_sequence(rounds)
+    requests = []
+    for suffix in machine_suffixes(roles):
+        runs, _, main_dirs = _paired_runs(suffix, roles, everything, rounds)
+        requests += _run_fit_requests(suffix, roles, everything, runs, main_dirs)
+    return requests
+
+
+def _with_sequence(rounds: pd.DataFrame) -> pd.DataFrame:
+    return rounds if "sequence" in rounds else rounds.assign(sequence=np.nan)
+
+
+def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: pd.DataFrame, fits: dict, *,
+                    fit_options: dict, coverage: Optional[list] = None) -> list:
+    """The headline macros of the GPU machine of roles ``Host<suffix>``/``Cuda<suffix>``; every paired run
+    (not only the two the macros name) appended to ``coverage`` as a :class:`CoverageRun`."""
+    from .. import analysis as A
+
+    prefix = "PairedHost" + suffix
+    host, cuda = "Host" + suffix, "Cuda" + suffix
+    what = f"{host} vs {cuda}"
+    runs, main_of, main_dirs = _paired_runs(suffix, roles, everything, rounds)
     macros = [Macro(prefix + "Runs", format_number(len(runs)), f"{what}: runs with paired CPU/GPU rounds"),
               Macro(prefix + "MainRun", NA if not main_of else
                     ("paired" if all(dirs <= {d for d, _ in runs} for dirs in main_of.values()) else "unpaired"),
@@ -168,16 +202,16 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
 
 
 def headline_macros(everything: pd.DataFrame, results, roles: dict, fits: dict, *, n_boot: int = N_BOOT,
-                    seed: int = 0, jobs: int = 1, models: Optional[Sequence[str]] = None) -> list:
+                    seed: int = 0, jobs: int = 1, models: Optional[Sequence[str]] = None,
+                    rounds: Optional[pd.DataFrame] = None) -> list:
     """The headline macros of every GPU machine (module docstring): the host CPU against its GPU along
     batch size at the anchor, round by round, in each paired run, with the crossover fitted on that run
     (``n_boot``, ``seed``, ``jobs``, ``models`` as :func:`crossover.analysis.reference_study.fit_baseline`
-    takes them; a run the paper's fits already read reuses ``fits``)."""
+    takes them; a run the paper's fits already read reuses ``fits``). ``rounds``: every round of
+    ``results`` (``load_results(results, combine_rounds=False)``, loaded here when not given)."""
     from ..results.store import load_results
 
-    rounds = load_results(results, combine_rounds=False)
-    if "sequence" not in rounds:
-        rounds = rounds.assign(sequence=np.nan)
+    rounds = _with_sequence(load_results(results, combine_rounds=False) if rounds is None else rounds)
     options = dict(n_boot=n_boot, seed=seed, jobs=jobs, models=models)
     macros, coverage = [], []
     for suffix in machine_suffixes(roles):

@@ -43,7 +43,7 @@ import pandas as pd
 from .. import analysis as A
 from .latex import DASH, NA, Macro, format_interval, format_number, format_quantity, render, write_files
 from ..shipped_data import shipped_results_dir
-from .headline import headline_macros
+from .headline import headline_fit_requests, headline_macros
 from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
 from .transfer import transfer_frames, transfer_macros, transfer_table
@@ -58,7 +58,7 @@ from ..results.store import load_results
 # The study's choices, re-exported under their old home (public names of this module before
 # crossover.analysis.reference_study; new code imports them from crossover.analysis.reference_study).
 from ..analysis.reference_study import (ANCHOR, BASELINE, N_BOOT, PAPER_STATISTIC, ROLES, assign_roles,
-                                        baseline_rows, fit_baseline, main_runs)
+                                        baseline_rows, fit_baseline, main_runs, prefetch_baselines, prefetching)
 
 __all__ = [
     "Macro", "BASELINE", "ANCHOR", "ROLES", "PARAM_NAMES", "BAR_MAPE_PCT", "BAR_WITHIN_PCT", "TOLERANCE_PCT",
@@ -83,14 +83,32 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     if frame.empty:
         raise A.AnalysisError(f"no measured points in {', '.join(map(str, results))}")
     dirs = set(frame["results_dir"])
-    rounds = load_results(results, combine_rounds=False)
-    rounds = rounds[rounds["results_dir"].isin(dirs)]
+    every_round = load_results(results, combine_rounds=False)
+    rounds = every_round[every_round["results_dir"].isin(dirs)]
     superseded = None
     for directory in sorted(dirs):
         path = Path(directory) / "superseded_rows.csv"
         if path.exists():
             superseded = pd.read_csv(path, usecols=lambda c: c in ("median_s", "device"))
     roles = assign_roles(frame)
+    with prefetching(jobs):
+        return _macros(results, everything, frame, dirs, every_round, rounds, roles, superseded, n_boot=n_boot,
+                       seed=seed, jobs=jobs, models=models, level=level, prices=prices, price_overrides=price_overrides)
+
+
+def _macros(results, everything, frame, dirs, every_round, rounds, roles, superseded, *, n_boot, seed, jobs, models,
+            level, prices, price_overrides) -> list:
+    """:func:`compute_macros` once the results are loaded: every fit it reads is started at once
+    (:func:`crossover.analysis.reference_study.prefetch_baselines`, in ``jobs`` processes), then the macros
+    are computed in order, each waiting for the fits it reads."""
+    fit_options = dict(models=models, n_boot=n_boot, seed=seed, jobs=jobs)
+    # the headline's runs first: one of them fits far longer than its few points suggest (its rounds'
+    # refits converge slowly), and a long fit started last keeps one process busy alone at the end
+    prefetch_baselines([(rows, run_roles, fit_options)
+                        for rows, run_roles in headline_fit_requests(everything, every_round, roles)]
+                       + [(frame, roles, fit_options), (frame, roles, dict(fit_options, statistic="p10")),
+                          (frame, roles, dict(fit_options, n_boot=0, extra_models=GEMM_MODELS))])
+    zoo_frames = transfer_frames(_zoo_sets(results))  # the own-model predictions, while the fits run
     fits = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs)
     for role in ROLES:  # the paper's roles always exist, as n/a if absent
         fits.setdefault(role, None)
@@ -125,10 +143,10 @@ def compute_macros(results: Sequence, *, n_boot: int = N_BOOT, seed: int = 0, jo
     macros += second_edition_macros(frame=frame, everything=everything, rounds=rounds, roles=roles, fits=fits,
                                     results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
-    zoo_frames = transfer_frames(_zoo_sets(results))
     macros += transfer_macros(zoo_frames)
     macros += launch_rule_macros(frame, roles, zoo_frames) + mnist_zoo_macros(zoo_frames)
-    macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models)
+    macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models,
+                              rounds=every_round)
     return macros
 
 

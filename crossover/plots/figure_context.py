@@ -9,6 +9,8 @@ and writes through :meth:`FigureContext.save`.
 
 from __future__ import annotations
 
+import contextlib
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
@@ -150,6 +152,16 @@ class FigureContext:
         return self._cache["sweep", sweep]
 
 
+def _fit_host(task):
+    """One of the host's series (``(label, rows)``) fitted as the figures' crossovers read it."""
+    from .. import analysis as A
+    from ..analysis import reference_study as study
+
+    series, rows = task
+    return A.fit_series(rows, None, n_boot=study.N_BOOT, seed=A.series_seed(series), label=series,
+                        statistic=study.PAPER_STATISTIC)
+
+
 def load_context(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Path], *,
                  formats: Sequence[str] = FORMATS, log: Optional[Callable[[str], None]] = None,
                  diagram: bool = True) -> FigureContext:
@@ -157,6 +169,7 @@ def load_context(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     :func:`make_figures` (same parameters; ``out_dir`` is created)."""
     from .. import analysis as A
     from ..analysis import reference_study as study
+    from ..fit.all_series import default_jobs
     from ..results.store import load_results
 
     log = log or (lambda line: None)
@@ -170,25 +183,27 @@ def load_context(results_dir: Union[str, Path, Sequence], out_dir: Union[str, Pa
     base = study.baseline_rows(frame)
     host = study.host_machine(frame)
 
-    fits = {}
-    try:
-        all_fits = A.fit_results(base, [FIT_MODEL], n_boot=0, axes=(), statistic=study.PAPER_STATISTIC)
-    except A.AnalysisError as exc:
-        log(f"no fits: {exc}")
-        all_fits = {}
-    for fit in all_fits.values():
-        fits[f"{fit.key['machine']}/{fit.key['device']}"] = fit
-    pair = []
-    if host is not None:  # the host's CPU and GPU again, with bootstrap draws for the crossover intervals
-        for device in ("cpu", "cuda"):
-            series = f"{host}/{device}"
-            rows = base[base["series"] == series]
-            if len(rows) >= 8:
-                # the model grouped CV chooses, as `crossover fit` and `crossover predict` use, seeded
-                # by the label (series_seed, as every entry point seeds it), so the paper quotes these draws
-                fits[series] = A.fit_series(rows, None, n_boot=study.N_BOOT, seed=A.series_seed(series),
-                                            label=series, statistic=study.PAPER_STATISTIC)
-                pair.append(fits[series])
+    # the host's CPU and GPU again, with bootstrap draws for the crossover intervals: the model grouped CV
+    # chooses, as `crossover fit` and `crossover predict` use, seeded by the label (series_seed, as every
+    # entry point seeds it), so the paper quotes these draws; started first, in processes of their own,
+    # while the other series are fitted
+    host_rows = [(f"{host}/{device}", base[base["series"] == f"{host}/{device}"]) for device in ("cpu", "cuda")
+                 if host is not None]
+    host_rows = [(series, rows) for series, rows in host_rows if len(rows) >= 8]
+    jobs = min(default_jobs(), len(host_rows))
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs)) if jobs > 1 else None
+        started = [pool.submit(_fit_host, task) for task in host_rows] if pool else []
+        fits = {}
+        try:
+            all_fits = A.fit_results(base, [FIT_MODEL], n_boot=0, axes=(), statistic=study.PAPER_STATISTIC)
+        except A.AnalysisError as exc:
+            log(f"no fits: {exc}")
+            all_fits = {}
+        for fit in all_fits.values():
+            fits[f"{fit.key['machine']}/{fit.key['device']}"] = fit
+        pair = [future.result() for future in started] if pool else [_fit_host(task) for task in host_rows]
+    fits.update({fit.label: fit for fit in pair})
     cpu, gpu = pair if len(pair) == 2 else (None, None)
     return FigureContext(frame=frame.drop(columns=["raw_times_s"], errors="ignore"),
                          base=base.drop(columns=["raw_times_s"], errors="ignore"), host=host, fits=fits,
