@@ -279,4 +279,6 @@ def _absent_role_macros(role: str) -> list:
     names = ["Machine", "FigureTag", "Points", "Runs", "Date", "Torch", "CpuModel", "Cores", "Threads"]
     if role.startswith("Cuda"):
         names += ["GpuName", "Driver", "Runtime"]
+    if role == "CudaB":  # what the text quotes of the second GPU machine's fit and peaks
+        names += ["Model", "PerLayer", "Rate", "PeakTf", "PeakFlops", "PeakDram"]
     return macros + [Macro(role + n, NA, f"{role}: absent from the results") for n in names]

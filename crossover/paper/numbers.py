@@ -159,7 +159,8 @@ def _zoo_sets(results) -> list:
 
 def _table_rows(macros: list) -> tuple:
     params, accuracy = [], []
-    roles = sorted({m.name[:-len("Model")] for m in macros if re.fullmatch(r"(Vm|Host|Cuda)[B-Z]?Model", m.name)})
+    roles = sorted({m.name[:-len("Model")] for m in macros
+                    if re.fullmatch(r"(Vm|Host|Cuda)[B-Z]?Model", m.name) and m.text != NA})  # absent roles: no row
     text = {m.name: m.text for m in macros}
     for role in roles:
         shown = [s for s in PARAM_NAMES.values() if text.get(role + s) not in (DASH, NA, None)]
