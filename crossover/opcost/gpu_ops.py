@@ -9,6 +9,7 @@ layer costed whole where a calibration timed one (cuDNN's fused call on a GPU, P
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 from .profiles import Profile
@@ -58,10 +59,16 @@ def fused_recurrent_row(rows, module, path: str, batch_size: int):
     # the time steps: the CPU path unbinds the input projections into one tensor per step
     steps = max((len(r.get("output_shapes") or ()) for r in own if r.get("op", "").startswith("aten.unbind")),
                 default=1)
+    # what the one call writes: the output sequence and the final states (the per-step buffers the trace
+    # records are its workspace: counted as outputs they would read as pages faulted in afresh every step)
+    first_out = [math.prod(s) for s in (own[0].get("output_shapes") or ())]
+    element = (float(own[0].get("bytes_written") or 0) / sum(first_out)) if sum(first_out) else 4.0
+    outputs = [(batch_size, steps, module.hidden_size * directions),
+               *[(module.num_layers * directions, batch_size, module.hidden_size)] * (2 if gates == 4 else 1)]
     return dict(own[0], op="aten._cudnn_rnn.default", kind="rnn", launches=2 * module.num_layers * directions,
                 flops=sum(int(r.get("flops") or 0) for r in own),
                 bytes_read=sum(int(r.get("bytes_read") or 0) for r in own),
-                bytes_written=sum(int(r.get("bytes_written") or 0) for r in own),
+                output_shapes=tuple(outputs), bytes_written=int(element * sum(math.prod(s) for s in outputs)),
                 rnn=dict(batch=batch_size, input=module.input_size, hidden=module.hidden_size, gates=gates,
                          layers=module.num_layers, directions=directions, steps=steps))
 
