@@ -108,9 +108,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     n_params : int
         Parameter tensors the optimizer updates (training steps).
     param_bytes : int
-        The model's parameter bytes: above the profile's ``warm_bytes`` (on a CPU the private caches
-        of its threads: a step streams every weight once, so larger weights come back from the shared
-        cache or DRAM at each use), matrix products are costed with their weights cold.
+        The model's parameter bytes: above the profile's ``warm_bytes`` (its shared last-level cache: a
+        step streams every weight once, so weights larger than it come back from DRAM at each use),
+        matrix products are costed with their weights cold.
     input_bytes : int
         Bytes of the input (the host→device copy on a GPU when ``transfer``).
     transfer : bool
