@@ -103,22 +103,23 @@ def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
     folds and the plotted curves. ``frame`` holds ``latency_s`` (see
     :func:`crossover.results.statistics.with_latency`).
     """
-    if not frame.duplicated(list(AXES)).any():
+    keys = list(AXES)
+    repeated = frame.duplicated(keys, keep=False)
+    if not repeated.any():
         return frame
-    rows = []
-    for _, group in frame.groupby(list(AXES), sort=False):
-        row = group.iloc[0].copy()
-        if len(group) > 1:
-            row["latency_s"] = float(group["latency_s"].median())
-            if "raw_times_s" in group:
-                row["raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
-            if "round_raw_s" in group:  # a round's repeats of both sweeps belong to that round
-                row["round_raw_s"] = tuple(pair for pairs in group["round_raw_s"] if isinstance(pairs, tuple)
-                                           for pair in pairs)
-            if "latency_deviation" in group:
-                row["latency_deviation"] = float(group["latency_deviation"].mean())
-        rows.append(row)
-    return pd.DataFrame(rows).reset_index(drop=True)
+    out = frame.drop_duplicates(keys, keep="first").copy()  # each size's first row, in order of appearance
+    where = {key: i for i, key in zip(out.index, out[keys].itertuples(index=False, name=None))}
+    for key, group in frame[repeated].groupby(keys, sort=False):  # only the sizes measured more than once
+        i = where[key if isinstance(key, tuple) else (key,)]
+        out.at[i, "latency_s"] = float(group["latency_s"].median())
+        if "raw_times_s" in group:
+            out.at[i, "raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
+        if "round_raw_s" in group:  # a round's repeats of both sweeps belong to that round
+            out.at[i, "round_raw_s"] = tuple(pair for pairs in group["round_raw_s"] if isinstance(pairs, tuple)
+                                             for pair in pairs)
+        if "latency_deviation" in group:
+            out.at[i, "latency_deviation"] = float(group["latency_deviation"].mean())
+    return out.reset_index(drop=True)
 
 
 def _series_key(row) -> tuple:
