@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["log_crossings"]
+__all__ = ["log_crossings", "brent_root"]
 
 
 def log_crossings(x, a, b) -> list:
@@ -39,3 +39,55 @@ def log_crossings(x, a, b) -> list:
     if len(r) and r[-1] == 0:
         roots.append(float(np.exp(u[-1])))
     return roots
+
+
+def brent_root(f, xa: float, xb: float, args=(), xtol: float = 2e-12, rtol: float = 4 * 2.220446049250313e-16,
+               maxiter: int = 100) -> float:
+    """A root of ``f`` in ``[xa, xb]`` by Brent's method: scipy's ``brentq``, step for step (the same
+    arithmetic, so the same root), in Python so that finding a crossover does not import
+    ``scipy.optimize`` (~0.25 s of every ``crossover predict``).
+
+    Raises
+    ------
+    ValueError
+        ``f(xa)`` and ``f(xb)`` have the same sign, or no convergence in ``maxiter`` steps.
+    """
+    import math
+
+    xpre, xcur = float(xa), float(xb)
+    xblk = fblk = spre = scur = 0.0
+    fpre, fcur = float(f(xpre, *args)), float(f(xcur, *args))
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    if math.copysign(1.0, fpre) == math.copysign(1.0, fcur):
+        raise ValueError("f(a) and f(b) must have different signs")
+    for _ in range(maxiter):
+        if fpre != 0 and fcur != 0 and math.copysign(1.0, fpre) != math.copysign(1.0, fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):  # a good short step
+                spre, scur = scur, stry
+            else:  # bisect
+                spre = scur = sbis
+        else:  # bisect
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = float(f(xcur, *args))
+    raise ValueError(f"no convergence in {maxiter} steps")

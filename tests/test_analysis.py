@@ -606,3 +606,20 @@ def test_impossible_parameters_are_named():
     assert impossible_parameters("roofline+cache", physical[:3] + (20e9, 100e9) + physical[5:], {}) == \
         ["dram_bytes_per_s"]
     assert impossible_parameters("roofline+cache", physical, {"flops_per_s": 0.5e12}) == ["flops_per_s"]
+
+
+def test_brent_root_takes_scipys_brentq_steps():
+    """The crossover's root finder is scipy's brentq ported step for step (so that predict need not import
+    scipy.optimize): the same root, bit for bit, on functions of every shape."""
+    from scipy import optimize
+
+    from crossover.crossings import brent_root
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a, b, c = rng.normal(size=3) * 3
+        f = lambda u, a=a, b=b, c=c: np.tanh(u - a) + 0.003 * (u - b) ** 3 + 0.01 * c  # noqa: E731
+        if np.sign(f(-20.0)) != np.sign(f(20.0)):
+            assert brent_root(f, -20.0, 20.0) == optimize.brentq(f, -20.0, 20.0)
+    with pytest.raises(ValueError):
+        brent_root(lambda u: u * u + 1, -1.0, 1.0)

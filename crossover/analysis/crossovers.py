@@ -18,9 +18,8 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
-from ..crossings import log_crossings
+from ..crossings import brent_root, log_crossings
 from ..errors import AnalysisError
 from ..fit.series_fit import SeriesFit
 from ..fit.latency_models import AXES
@@ -101,7 +100,7 @@ def crossing(fit_a: SeriesFit, fit_b: SeriesFit, path: Callable, x_range: tuple,
     prices : (float, float)
         Multipliers of each latency (prices per hour give the cost crossover).
     n_grid : int
-        Log-spaced grid scanned for sign changes before :func:`scipy.optimize.brentq` refines a root;
+        Log-spaced grid scanned for sign changes before Brent's method (:func:`crossover.crossings.brent_root`) refines a root;
         each bootstrap draw (the first ``min(n_a, n_b)`` draws of the two fits, paired) is solved on the
         grid alone, by linear interpolation inside the bracketing step.
     empirical : sequence
@@ -123,7 +122,7 @@ def crossing(fit_a: SeriesFit, fit_b: SeriesFit, path: Callable, x_range: tuple,
                 - np.log(fit_b.latency_s(*sizes, theta=theta_b) * prices[1]))
 
     def roots(values, theta_a=None, theta_b=None):
-        return [float(np.exp(optimize.brentq(log_ratio, u0, u1, args=(theta_a, theta_b))))
+        return [float(np.exp(brent_root(log_ratio, u0, u1, args=(theta_a, theta_b))))
                 for u0, u1 in _brackets(values, grid)]
 
     values = log_ratio(grid)

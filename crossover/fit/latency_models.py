@@ -83,7 +83,6 @@ from types import SimpleNamespace
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
-from scipy import optimize, special
 
 from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_cache_bytes
 from .calibrated_model import smooth_max as _smooth_max
@@ -197,6 +196,12 @@ CALIBRATED_GPU = "calibrated-gpu"
 CALIBRATED_MODELS = (CALIBRATED, CALIBRATED_GPU)
 _CALIBRATED_PARAMS = ("floor_scale", "floor_evicted_scale", "memory_scale", "compute_scale", "gemm_layer_s",
                       "warm_bytes", "warm_exponent")
+
+
+def _expit(x):
+    """``scipy.special.expit``, imported on use (at the top it came with scipy.optimize: ~0.25 s a predict)."""
+    from scipy.special import expit
+    return expit(x)
 
 
 @functools.lru_cache(maxsize=None)
@@ -398,7 +403,7 @@ def _calibrated(p, X):
     if not hasattr(X, "floor_hot_s"):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=profile))")
     middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
-    cold = special.expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
+    cold = _expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
     evicted = 1 - np.exp(-X.Wl / X.core_cache_bytes)  # share of the cache a layer's weights turn over
     scales = dict(p, floor_scale=p["floor_scale"] + (p["floor_evicted_scale"] - p["floor_scale"]) * evicted)
     total = (X.B > 1) * X.L * p["gemm_layer_s"]
@@ -411,7 +416,7 @@ def _calibrated(p, X):
 def _log_logistic(size, middle, below, above, width):
     """``below`` for sizes well under ``middle``, ``above`` well over it; logistic in log size with
     ``width`` (natural-log units)."""
-    weight = special.expit((np.log(size) - np.log(middle)) / width)
+    weight = _expit((np.log(size) - np.log(middle)) / width)
     return np.exp(np.log(below) + weight * (np.log(above) - np.log(below)))
 
 
@@ -486,6 +491,7 @@ def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Option
     best = None
     for start in initial_guesses(model, X, t) if starts is None else starts:
         x0 = np.clip(np.log(start), lo + 1e-6, hi - 1e-6)
+        from scipy import optimize  # on use: a cached fit never needs it (~0.25 s to import)
         result = optimize.least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), loss=loss, f_scale=f_scale,
                                         ftol=1e-6, xtol=1e-6, max_nfev=100 * len(names))
         if best is None or result.cost < best.cost:
