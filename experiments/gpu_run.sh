@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within the device tool's 10-minute command limit: each stage has its own limit, below, 580 s in all (the
+# Within the device tool's 10-minute command limit: each stage has its own limit, below, 585 s in all (the
 # H100 runs of 2026-11-26 took 443 s and 486 s; the second's one-thread calibration, 111 s alone, set its limit), which leaves a 15-minute lease a few minutes for a machine's start and
 # one short follow-up call (not a second run). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
@@ -60,11 +60,11 @@ fi
 
 # Quick calibrations, the GPU's first (its host CPU's takes longer), into profiles/<device>.
 if [ "$cuda" = 1 ]; then
-    stage calibrate-cuda 75 $PY -m crossover calibrate --device cuda --quick --out "$work/profiles/cuda"
+    stage calibrate-cuda 65 $PY -m crossover calibrate --device cuda --quick --out "$work/profiles/cuda"
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 95 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 105 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
@@ -82,7 +82,7 @@ stage peaks 15 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
-    stage step-profile 20 $PY experiments/gpu_zoo.py --profile-steps --models mnist_mlp,toy,gru_classifier,embedding_bag,conv1d_sequence,depthwise_cnn --out "$work/zoo"
+    stage step-profile 25 $PY experiments/gpu_zoo.py --profile-steps --models mnist_mlp,toy,lenet5,embedding_bag,conv1d_sequence,depthwise_cnn,transformer_layer,gru_classifier --out "$work/zoo"
     cp "$work/step-profile.log" "$OUT/step-profile.txt"
     stage cuda-tests 35 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"
