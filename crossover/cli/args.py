@@ -36,7 +36,7 @@ __all__ = [
     "positive_int_list",
     "print_json",
     "STATISTIC_HELP",
-    "POOLED_STATISTIC_NOTE",
+    "BOOTSTRAP_STATISTIC_NOTE",
     "add_statistic",
     "add_device",
     "add_only_machine",
@@ -61,7 +61,7 @@ STATISTIC_HELP = (f"a point's latency: p10, the 10th percentile of its repeats p
                   f"of its rounds' medians (the typical step); min, its fastest repeat (default "
                   f"{DEFAULT_STATISTIC})")
 #: What ``compare`` and ``fleet compare`` add to it: how their bootstrap interval resamples.
-POOLED_STATISTIC_NOTE = ("; the ratio's interval is scipy.stats.bootstrap's, resampling each run's pooled repeats "
+BOOTSTRAP_STATISTIC_NOTE = ("; the ratio's interval is scipy.stats.bootstrap's, resampling each run's pooled repeats "
                          "(p10, min) or rounds' medians (median)")
 
 #: The reference measurements shipped with crossover: ``experiments/results`` in a checkout, the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .args import POOLED_STATISTIC_NOTE, STATISTIC_HELP, add_statistic, positive_float, positive_int, print_json
+from .args import BOOTSTRAP_STATISTIC_NOTE, STATISTIC_HELP, add_statistic, positive_float, positive_int, print_json
 from .output import add_format, print_tables, wants_table
 from ..jsonable import schema_tag
 
@@ -33,7 +33,7 @@ def add_compare(sub) -> None:
     )
     p.add_argument("a", type=Path, help="the baseline results directory")
     p.add_argument("b", type=Path, help="the results directory compared with it")
-    add_statistic(p, help=STATISTIC_HELP + POOLED_STATISTIC_NOTE)
+    add_statistic(p, help=STATISTIC_HELP + BOOTSTRAP_STATISTIC_NOTE)
     p.add_argument("--threshold-pct", type=positive_float, default=2.0,
                    help="smallest change in %% called a change (default 2)")
     p.add_argument("--alpha", type=positive_float, default=0.01, help="significance level (default 0.01)")

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from .args import (POOLED_STATISTIC_NOTE, STATISTIC_HELP, UsageError, add_device, add_statistic, comma_list,
+from .args import (BOOTSTRAP_STATISTIC_NOTE, STATISTIC_HELP, UsageError, add_device, add_statistic, comma_list,
                    non_negative_int, positive_int, positive_int_list, print_json)
 from .output import add_format, print_tables, wants_table
 from ..jsonable import schema_tag
@@ -80,7 +80,7 @@ def add_fleet(sub) -> None:
                                               "anchor and every point both measured (as crossover compare, unscaled), "
                                               "each pair judged against the larger of the two nodes' noise floors.")
     compare.add_argument("dir", type=Path, nargs="+", help="a fleet's directory, or several results directories")
-    add_statistic(compare, help=STATISTIC_HELP + POOLED_STATISTIC_NOTE)
+    add_statistic(compare, help=STATISTIC_HELP + BOOTSTRAP_STATISTIC_NOTE)
     compare.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
     add_format(compare)
     compare.set_defaults(func=_cmd_compare)

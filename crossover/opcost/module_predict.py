@@ -324,8 +324,9 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
 
 
 def gpu_records(records, model, batch_size: int) -> list:
-    """The trace as a GPU runs it: each recurrent module's per-time-step ops (PyTorch's CPU path, which
-    the trace records) replaced by cuDNN's one fused call (:func:`crossover.opcost.op_costs.fused_recurrent_row`)."""
+    """The trace with each recurrent module's per-time-step ops (PyTorch's CPU path, which the trace
+    records) replaced by one fused call (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`): what a GPU
+    runs (cuDNN), and how a CPU profile with a recurrent primitive costs the layer (its C++ loop, whole)."""
     from torch import nn
 
     out = list(records)

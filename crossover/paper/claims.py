@@ -28,7 +28,7 @@ from .fits import PARAM_LABELS, PARAM_NAMES, TOLERANCE_PCT, crossover_text
 from ..results.statistics import STATISTICS
 from ..analysis.reference_study import ANCHOR, PAPER_STATISTIC, usual_threads, baseline_rows
 
-__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "evidence_latex", "claim_macros", "rule_macros", "best_mode_macros",
+__all__ = ["PRICES_FILE", "PRICE_ROLES", "read_prices", "role_prices", "count_text", "evidence_latex", "claim_macros", "rule_macros", "best_mode_macros",
            "cost_macros", "peak_macros", "heldout_macros", "second_edition_macros", "peaks_table"]
 
 #: The prices file ``make paper`` reads: the package's (:func:`crossover.shipped_data.shipped_prices_file`).
@@ -124,7 +124,7 @@ def _money(usd: float, cents: bool = False) -> str:
     return "\\$" + (f"{usd:.2f}" if cents else format_number(usd, 3))
 
 
-def _count(k, n) -> str:
+def count_text(k, n) -> str:
     """``k of n``; ``n/a`` without points."""
     if n is None or not np.isfinite(n) or not n:
         return NA
@@ -241,11 +241,11 @@ def rule_macros(frame: pd.DataFrame, roles: dict) -> list:
                   f"{prefix}: every threshold in this gap scores the same"),
             Macro(name + "Margin", format_ratio(rule.high / rule.low, 2) if interior else DASH,
                   f"{prefix}: the gap's width (its two points' ratio)"),
-            Macro(name + "Score", _count(rule.correct, rule.n), f"{prefix}: points the fitted rule classifies right"),
-            Macro(name + "Loo", _count(rule.loo_correct, rule.n), f"{prefix}: right when each point is left out of the fit"),
-            Macro(name + "Transfer", NA if transfer is None else _count(transfer["correct"], transfer["n"]),
+            Macro(name + "Score", count_text(rule.correct, rule.n), f"{prefix}: points the fitted rule classifies right"),
+            Macro(name + "Loo", count_text(rule.loo_correct, rule.n), f"{prefix}: right when each point is left out of the fit"),
+            Macro(name + "Transfer", NA if transfer is None else count_text(transfer["correct"], transfer["n"]),
                   f"{prefix}: the host-eager threshold on this pair"),
-            Macro(name + "Params", _count(params["correct"], params["n"]), f"{prefix}: the 500K-parameter rule's score"),
+            Macro(name + "Params", count_text(params["correct"], params["n"]), f"{prefix}: the 500K-parameter rule's score"),
             Macro(name + "Wrong", _sizes(wrong), f"{prefix}: (d_model, n_layers, batch) the fitted rule gets wrong"),
             Macro(name + "Text", text, f"{prefix}: the rule in words"),
         ]
@@ -279,11 +279,11 @@ def best_mode_macros(frame: pd.DataFrame, roles: dict) -> list:
         Macro("BestOneRatio", format_ratio(get(b, "cpu_s") / get(b, "gpu_s"), 2), "compiled CPU / graphed GPU at batch 1"),
         Macro("BestLargeLow", format_ratio(get(b, "large_low"), 2), "best modes: smallest GPU speed-up at large batch"),
         Macro("BestLargeHigh", format_ratio(get(b, "large_high"), 2), "best modes: largest GPU speed-up at large batch"),
-        Macro("BestGpuWins", _count(get(b, "gpu_wins"), get(b, "n")), "best-mode paired points the GPU wins"),
+        Macro("BestGpuWins", count_text(get(b, "gpu_wins"), get(b, "n")), "best-mode paired points the GPU wins"),
         Macro("EagerOneRatio", format_ratio(get(e, "gpu_s") / get(e, "cpu_s"), 2), "eager GPU / eager CPU at batch 1"),
         Macro("EagerLargeLow", format_ratio(get(e, "large_low"), 2), "eager: smallest GPU speed-up at large batch"),
         Macro("EagerLargeHigh", format_ratio(get(e, "large_high"), 2), "eager: largest GPU speed-up at large batch"),
-        Macro("EagerGpuWins", _count(get(e, "gpu_wins"), get(e, "n")), "eager paired points the GPU wins"),
+        Macro("EagerGpuWins", count_text(get(e, "gpu_wins"), get(e, "n")), "eager paired points the GPU wins"),
     ]
 
 
@@ -397,7 +397,7 @@ def peak_macros(frame: pd.DataFrame, roles: dict, fits: dict) -> list:
             macros += [Macro(f"{role}{suffix}Peak", format_quantity(row["peak"], PARAMS[param].unit) if has_peak else DASH,
                              f"{role}: the peak bounding {param}"),
                        Macro(f"{role}{suffix}Check", check, f"{role}: {param} against it")]
-    macros.append(Macro("PeaksAbove", _count(above, checked_n), "fitted rates/bandwidths above their peak"))
+    macros.append(Macro("PeaksAbove", count_text(above, checked_n), "fitted rates/bandwidths above their peak"))
     return macros
 
 

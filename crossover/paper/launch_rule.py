@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..analysis import claims as C
 from ..analysis.launch_rule import fit_launch_rule, score_launch_rule, with_launches, zoo_points
-from .claims import evidence_latex
+from .claims import count_text, evidence_latex
 from .latex import DASH, NA, Macro, format_interval, format_quantity, format_ratio
 
 __all__ = ["launch_rule_macros", "mnist_zoo_macros", "zoo_params"]
@@ -20,10 +20,6 @@ __all__ = ["launch_rule_macros", "mnist_zoo_macros", "zoo_params"]
 #: Where the rule is scored: (macro letters, (CPU role, GPU role)) of toy points, and zoo sets.
 _TOY_CHECKS = (("HundredToy", ("HostB", "CudaB")), ("VmToy", ("Vm", "Cuda")))
 _ZOO_CHECKS = (("ZooHundred", "h100-run2"), ("ZooTwoHundred", "h200-run1"))
-
-
-def _count(k, n) -> str:
-    return f"{int(k)} of {int(n)}" if n else NA
 
 
 def zoo_params(models) -> dict:
@@ -72,34 +68,34 @@ def launch_rule_macros(frame: pd.DataFrame, roles: dict, zoo_frames: dict) -> li
                Macro("RuleLaunchGap", format_interval(rule.low, rule.high, "s") if interior else DASH,
                      "every threshold in this gap scores the same"),
                Macro("RuleLaunchMargin", format_ratio(rule.high / rule.low, 2) if interior else DASH, "the gap's width"),
-               Macro("RuleLaunchScore", _count(rule.correct, rule.n), "right on the points it was fitted to"),
-               Macro("RuleLaunchLoo", _count(rule.loo_correct, rule.n), "right with each point left out"),
+               Macro("RuleLaunchScore", count_text(rule.correct, rule.n), "right on the points it was fitted to"),
+               Macro("RuleLaunchLoo", count_text(rule.loo_correct, rule.n), "right with each point left out"),
                Macro("RuleLaunchPoints", str(len(host)), "host CPU vs GPU eager toy points it is fitted to"),
                Macro("RuleLaunchText", text, "the rule in words")]
     layer_rule = C.fit_threshold_rule(host)
     for letters, (cpu_role, gpu_role) in _TOY_CHECKS:
         points = with_launches(pick(cpu_role, gpu_role))
         s = score_launch_rule(rule, points)
-        macros.append(Macro(f"RuleLaunch{letters}", _count(s["correct"], s["n"]), f"per-launch rule on {cpu_role} vs {gpu_role} toy"))
+        macros.append(Macro(f"RuleLaunch{letters}", count_text(s["correct"], s["n"]), f"per-launch rule on {cpu_role} vs {gpu_role} toy"))
         if letters == "HundredToy":
             layer = C.score(points, layer_rule.predict(points)) if len(points) else dict(correct=0, n=0)
-            macros.append(Macro("RuleLayerHundredToy", _count(layer["correct"], layer["n"]),
+            macros.append(Macro("RuleLayerHundredToy", count_text(layer["correct"], layer["n"]),
                                 "the per-layer rule (host fitted) on the other GPU machine's toy"))
     params = _inside_params_rule(host.assign(params=host["params"]))
     p = C.score(params, C.params_batch_rule(params)) if len(params) else dict(correct=0, n=0)
-    macros.append(Macro("RuleParamsInsideHost", _count(p["correct"], p["n"]), "parameter rule inside its domain, host toy"))
+    macros.append(Macro("RuleParamsInsideHost", count_text(p["correct"], p["n"]), "parameter rule inside its domain, host toy"))
     for letters, name in _ZOO_CHECKS:
         frame_z = zoo_frames.get(name)
         points = zoo_points(frame_z) if frame_z is not None and "launches" in frame_z else pd.DataFrame()
         s = score_launch_rule(rule, points)
-        macros += [Macro(f"RuleLaunch{letters}", _count(s["correct"], s["n"]), f"per-launch rule on zoo set {name}"),
+        macros += [Macro(f"RuleLaunch{letters}", count_text(s["correct"], s["n"]), f"per-launch rule on zoo set {name}"),
                    Macro(f"RuleLaunch{letters}Wrong", _wrong(s["misclassified"]) if s["n"] else NA,
                          f"zoo set {name}: points the rule gets wrong")]
         if letters == "ZooHundred":
             counts = zoo_params(sorted(set(points["model"]))) if len(points) else {}
             inside = _inside_params_rule(points.assign(params=points["model"].map(counts))) if len(points) else points
             q = C.score(inside, C.params_batch_rule(inside)) if len(inside) else dict(correct=0, n=0)
-            macros.append(Macro("RuleParamsInsideZooHundred", _count(q["correct"], q["n"]),
+            macros.append(Macro("RuleParamsInsideZooHundred", count_text(q["correct"], q["n"]),
                                 "parameter rule inside its domain, zoo set h100-run2"))
     return macros
 
