@@ -37,7 +37,7 @@ def test_the_transfer_macros_score_each_column_and_the_crossovers():
         _frame("toy", "forward", "cuda", [1.0, 1.0], [1.02, 0.95]),  # within target
         _frame("toy", "forward", "cpu", [0.5, 2.0], [0.5, 2.0]),  # cpu faster at 1, gpu at 8: crosses
     ], ignore_index=True)
-    macros = {m.name: m.text for m in transfer_macros({"h100-run2": frame})}
+    macros = {m.name: m.text for m in transfer_macros({"h100-run3": frame})}
     assert macros["TransferHundredGpuMnist"] == "12 / 20" and macros["TransferHundredGpuToy"] == "4 / 5"
     assert macros["TransferHundredGpuWithin"] == "1" and macros["TransferHundredGpuEntries"] == "2"
     assert macros["TransferHundredGpuWorst"] == "20"
@@ -66,7 +66,7 @@ def test_a_shipped_set_is_predicted_for_every_measured_point(name):
 def test_the_intervals_coverage_and_width_are_scored_per_column():
     frame = _frame("toy", "forward", "cuda", [1.0, 1.0], [1.1, 1.3]).assign(
         predicted_low_s=[0.9, 1.2], predicted_high_s=[1.3, 1.4])  # the first holds 1.0, the second does not
-    macros = {m.name: m.text for m in transfer_macros({"h100-run2": frame})}
+    macros = {m.name: m.text for m in transfer_macros({"h100-run3": frame})}
     assert macros["TransferHundredGpuInside"] == "50"
     assert macros["TransferHundredGpuHalfWidth"] == format_number(100 * (0.2 / 1.1 + 0.1 / 1.3) / 2, 2)
     assert macros["TransferHundredCpuInside"] == DASH

@@ -45,6 +45,7 @@ class ZooSet:
     zoo: Path
     profiles: tuple
     tuned: str = ""
+    machine: str = ""  # the machine folder the zoo lies in (its first folder below the shipped results)
 
 
 def zoo_models_dir() -> Path:
@@ -63,14 +64,16 @@ def read_zoo_sets(path: Optional[Path] = None) -> list:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     root = path.parent
     return [ZooSet(name=str(z["name"]), label=str(z.get("label", z["name"])), zoo=root / z["zoo"],
-                   profiles=tuple(root / p for p in z["profiles"]), tuned=str(z.get("tuned", "")))
+                   profiles=tuple(root / p for p in z["profiles"]), tuned=str(z.get("tuned", "")),
+                   machine=Path(z["zoo"]).parts[0])
             for z in data.get("zoo", [])]
 
 
 def read_measurements(folder: Path) -> pd.DataFrame:
     """One row per measured point of the ``measure-*.json`` files in ``folder``: ``model`` (the module
     file's stem), ``workload``, ``device``, ``batch_size``, ``measured_s`` (``latency_s``: the 10th
-    percentile of the pooled repeats) and ``input_shape``."""
+    percentile of the pooled repeats), ``input_shape`` and ``threads`` (the CPU threads it ran with; None
+    where the file does not say)."""
     rows = []
     for path in sorted(Path(folder).glob("measure-*.json")):
         data = json.loads(path.read_text())
@@ -78,7 +81,7 @@ def read_measurements(folder: Path) -> pd.DataFrame:
         for point in data["points"]:
             rows.append(dict(model=name, workload=data["workload"], device=data["device"],
                              batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
-                             input_shape=tuple(data["input_shape"])))
+                             input_shape=tuple(data["input_shape"]), threads=data.get("threads")))
     return pd.DataFrame(rows)
 
 

@@ -66,6 +66,11 @@ def _distribution_macros(prefix: str, dist, what: str) -> list:
     ]
 
 
+def _and_list(parts: list) -> str:
+    """``["118", "99", "129"]`` -> ``118, 99 and 129``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def _fit_macros(prefix: str, fitted, dist, what: str) -> list:
     """``<prefix>Fit``, ``FitCI``, ``FitHolds``: a fitted crossover beside a run's paired median."""
     if fitted is None or fitted.x is None:
@@ -189,6 +194,10 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
         macros += _distribution_macros(prefix + tag, dist, f"{what}, paired run {index + 1}")
         fitted = fitted_runs[index] if len(runs) > index else None
         macros += _fit_macros(prefix + tag, fitted, dist, f"{what}, paired run {index + 1}")
+    started = lambda d: str(everything.loc[everything["results_dir"] == d, "timestamp_utc"].dropna().min())  # noqa: E731
+    medians = sorted((started(d), _batch(dist.median)) for d, dist in runs)
+    macros.append(Macro(prefix + "AllMedians", NA if not medians else _and_list([m for _, m in medians]),
+                        f"{what}: every paired run's median crossing, in the order measured"))
     directory = runs[0][0] if runs else None
     run = everything[everything["results_dir"] == directory] if directory else None
     sub = None if run is None else baseline_rows(run)

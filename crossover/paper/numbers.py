@@ -46,7 +46,9 @@ from ..shipped_data import shipped_results_dir
 from .headline import headline_fit_requests, headline_macros
 from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
-from .transfer import transfer_frames, transfer_macros, transfer_table
+from ..analysis.visit_spread import point_spread, reference_spread, zoo_visits
+from .transfer import predicted_set_names, transfer_frames, transfer_macros, transfer_table
+from .visits import visit_macros
 from .coverage import coverage_table
 from .launch_rule import launch_rule_macros, mnist_zoo_macros
 from .facts import (_absent_role_macros, _graph_outlier_macros, design_macros, metadata_macros, mode_macros,
@@ -108,7 +110,8 @@ def _macros(results, everything, frame, dirs, every_round, rounds, roles, supers
                         for rows, run_roles in headline_fit_requests(everything, every_round, roles)]
                        + [(frame, roles, fit_options), (frame, roles, dict(fit_options, statistic="p10")),
                           (frame, roles, dict(fit_options, n_boot=0, extra_models=GEMM_MODELS))])
-    zoo_frames = transfer_frames(_zoo_sets(results))  # the own-model predictions, while the fits run
+    zoo_sets = _zoo_sets(results)
+    zoo_frames = transfer_frames([s for s in zoo_sets if s.name in predicted_set_names()])  # while the fits run
     fits = fit_baseline(frame, roles, models=models, n_boot=n_boot, seed=seed, jobs=jobs)
     for role in ROLES:  # the paper's roles always exist, as n/a if absent
         fits.setdefault(role, None)
@@ -144,6 +147,7 @@ def _macros(results, everything, frame, dirs, every_round, rounds, roles, supers
                                     results=results, prices=machine_prices, models=models)
     macros += zoo_macros(read_zoo(list(results)))
     macros += transfer_macros(zoo_frames)
+    macros += visit_macros(point_spread(zoo_visits(zoo_sets, "cuda")), reference_spread(zoo_sets, "cuda"))
     macros += launch_rule_macros(frame, roles, zoo_frames) + mnist_zoo_macros(zoo_frames)
     macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models,
                               rounds=every_round)

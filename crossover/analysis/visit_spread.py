@@ -1,0 +1,102 @@
+"""How much one machine kind's steps move between visits, against how much its calibration moves.
+
+The shipped zoo sets (:mod:`crossover.analysis.zoo_runs`) hold several visits to the same machine kind
+(the H100's three nodes, the H200's two). A prediction made from one visit's calibration can be no better
+on that visit's zoo than the zoo's own steps are reproducible where the calibration is not: this module
+sets each measured point beside the same point on the machine's other visits (:func:`point_spread`) and
+each calibration reference step beside its other visits (:func:`reference_spread`). Both read files and
+are cheap (no tracing, no prediction); the ratios are pure.
+
+Example::
+
+    from crossover.analysis.zoo_runs import read_zoo_sets
+    from crossover.analysis.visit_spread import zoo_visits, point_spread, reference_spread
+    sets = read_zoo_sets()
+    print(point_spread(zoo_visits(sets, "cuda")))
+    print(reference_spread(sets, "cuda"))
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY"]
+
+#: The calibration's reference model steps (an MLP and a CNN, forward and training, two batch sizes each):
+#: the rows of ``calibration.csv.gz`` every CUDA plan has measured.
+REFERENCE_FAMILY = "model"
+
+_POINT = ["machine", "model", "workload", "device", "threads", "batch_size"]
+
+
+def zoo_visits(sets: Sequence, device: str) -> pd.DataFrame:
+    """Every measured ``device`` point of every zoo set: :func:`crossover.analysis.zoo_runs.read_measurements`'
+    columns with ``machine`` and ``visit`` (the set's name), in the sets' order. Sets whose folder is
+    missing are left out."""
+    from .zoo_runs import read_measurements
+
+    frames = []
+    for zoo_set in sets:
+        if not Path(zoo_set.zoo).is_dir():
+            continue
+        measured = read_measurements(zoo_set.zoo)
+        if measured.empty:
+            continue
+        measured = measured[measured["device"] == device]
+        frames.append(measured.assign(machine=zoo_set.machine, visit=zoo_set.name))
+    if not frames:
+        return pd.DataFrame(columns=_POINT + ["visit", "measured_s"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _ratios(frame: pd.DataFrame, keys: list, value: str) -> pd.DataFrame:
+    """Per ``keys`` with at least two visits: ``visits`` (sorted by name), ``values_s`` (their values),
+    ``low_s``, ``high_s`` and ``ratio`` (high / low)."""
+    rows = []
+    for key, group in frame.groupby(keys, sort=False, dropna=False):
+        group = group.sort_values("visit", kind="stable")  # visits in their names' order (run1, run2, ...)
+        values = group[value].astype(float).tolist()
+        if len(values) < 2:
+            continue
+        rows.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)), visits=tuple(group["visit"]),
+                         values_s=tuple(values), low_s=min(values), high_s=max(values),
+                         ratio=max(values) / min(values)))
+    return pd.DataFrame(rows, columns=keys + ["visits", "values_s", "low_s", "high_s", "ratio"])
+
+
+def point_spread(visits: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, model, workload, device, threads and batch size measured on two visits or more: the
+    visits, their latencies (``values_s``), ``low_s``, ``high_s`` and ``ratio`` = high / low."""
+    frame = visits.assign(threads=visits["threads"].fillna(-1)) if "threads" in visits else visits.assign(threads=-1)
+    return _ratios(frame, _POINT, "measured_s")
+
+
+def reference_spread(sets: Sequence, device: str, family: str = REFERENCE_FAMILY) -> pd.DataFrame:
+    """Per machine and calibration row key of ``family`` measured on two visits or more: each visit's
+    quiet level of the rounds' medians (:data:`crossover.results.statistics.QUIET_QUANTILE`), ``low_s``,
+    ``high_s`` and ``ratio``. A visit counts once per machine (sets sharing a calibration, such as one
+    visit's 16- and 1-thread zoos, are not counted twice); a set without a ``device`` profile is left out."""
+    from ..opcost.profiles import CALIBRATION_CSV, PROFILE_NAME
+    from ..results.statistics import QUIET_QUANTILE
+
+    frames, seen = [], set()
+    for zoo_set in sets:
+        for folder in zoo_set.profiles:
+            folder = Path(folder)
+            if not (folder / CALIBRATION_CSV).is_file() or folder in seen:
+                continue
+            if json.loads((folder / PROFILE_NAME).read_text()).get("device") != device:
+                continue
+            seen.add(folder)
+            rows = pd.read_csv(folder / CALIBRATION_CSV, usecols=["family", "key", "median_s"])
+            rows = rows[rows["family"] == family]
+            quiet = rows.groupby("key", sort=True)["median_s"].quantile(QUIET_QUANTILE)
+            frames.append(pd.DataFrame({"machine": zoo_set.machine, "visit": zoo_set.name, "key": quiet.index,
+                                        "quiet_s": quiet.to_numpy()}))
+    if not frames:
+        return pd.DataFrame(columns=["machine", "key", "visits", "values_s", "low_s", "high_s", "ratio"])
+    return _ratios(pd.concat(frames, ignore_index=True), ["machine", "key"], "quiet_s")
