@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within the device tool's 10-minute command limit: each stage has its own limit, below, 580 s in all (the
+# Within the device tool's 10-minute command limit: each stage has its own limit, below, 590 s in all (the
 # H100 runs of 2026-11-26 took 443, 486 and 507 s; the one-thread calibration, 111 s alone, sets its limit; the
 # third run's paired suite stopped 8 rows short at 120 s), which leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
@@ -15,7 +15,8 @@
 #                   zoo-cuda-again/ the launch-bound models' GPU side again, in a GPU-only process
 #   peaks.json      the devices' measured peaks
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
-#                   step pays that the calibration's queued primitives do not)
+#                   step pays that the calibration's queued primitives do not), then the host CPU's
+#                   MNIST training step and LeNet-5 at batch 1 and 8
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -81,20 +82,25 @@ pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
 stage peaks 13 $PY -m crossover peaks --device "$devices" --out "$work"
+
+# torch.profiler on the host CPU's steps that run slower at batch 1 than at 8 at 16 threads (the MNIST
+# training step, LeNet-5), at batch 1 and 8: which ops the batch-1 step spends its time in.
+stage cpu-step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5 --out "$work/zoo"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
-    stage step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --models mnist_mlp,toy,lenet5,embedding_bag,conv1d_sequence,depthwise_cnn,transformer_layer,gru_classifier --out "$work/zoo"
-    cp "$work/step-profile.log" "$OUT/step-profile.txt"
+    stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,embedding_bag,conv1d_sequence,depthwise_cnn,transformer_layer,gru_classifier --out "$work/zoo"
+    cat "$work/step-profile.log" "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
     # The launch-bound models' GPU steps again, in a process that measures only the GPU: the third H100
     # visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within 12%;
     # this tells a sitting's state from the zoo's order (each model's CPU side is measured just before).
     stage zoo-cuda-again 20 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy,conv1d_sequence,embedding_bag --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
-    stage cuda-tests 32 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
+    stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"
 else
     skip step-profile "no CUDA on this machine"
+    cp "$work/cpu-step-profile.log" "$OUT/step-profile.txt" 2>/dev/null
     skip zoo-cuda-again "no CUDA on this machine"
     skip cuda-tests "no CUDA on this machine"
 fi

@@ -46,9 +46,9 @@ def zoo_entries() -> list:
     return sorted(entries, key=lambda e: (rank.get(e[0], len(ORDER)), e[0]))
 
 
-def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list) -> list:
-    """Measure and predict every entry, appending the summary rows to ``rows`` as they come (so a run
-    stopped part way keeps them); returns ``rows``."""
+def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, names=None) -> list:
+    """Measure and predict every entry (or those in ``names``), appending the summary rows to ``rows`` as
+    they come (so a run stopped part way keeps them); returns ``rows``."""
     import torch
 
     import crossover
@@ -59,6 +59,8 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list) -> 
     out.mkdir(parents=True, exist_ok=True)
     found = [profiles / d for d in ("cpu", "cuda") if (profiles / d / "profile.json").is_file()]
     for name, shape, workloads, dtype in zoo_entries():
+        if names and name not in names:
+            continue
         spec = f"{ZOO / name}.py:model"
         for workload in workloads:
             predicted = None
@@ -105,8 +107,10 @@ def summary(rows: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_steps(out: Path, names=("mnist_mlp", "toy")) -> None:
-    """torch.profiler's view of a few synchronised GPU steps of the zoo models ``names`` (batch 1)."""
+def profile_steps(out: Path, names=("mnist_mlp", "toy"), device: str = "cuda") -> None:
+    """torch.profiler's view of a few synchronised steps of the zoo models ``names`` on ``device``: on the
+    GPU the forward pass at batch 1; on the CPU every workload at batch 1 and 8 (the Xeon hosts run some
+    steps slower at batch 1 than at 8 at 16 threads, and not at one thread)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -115,24 +119,31 @@ def profile_steps(out: Path, names=("mnist_mlp", "toy")) -> None:
 
     from crossover.measurement.user_module import input_dtype
 
-    shapes = {name: (shape, dtype) for name, shape, _, dtype in zoo_entries()}
+    gpu = device == "cuda"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if gpu else [ProfilerActivity.CPU]
+    entries = {name: (shape, workloads, dtype) for name, shape, workloads, dtype in zoo_entries()}
     for name in names:
-        shape, dtype = shapes[name]
-        model = build_model(f"{ZOO / name}.py:model").to("cuda")
-        step = make_module_step(model, example_input(shape, 1, device="cuda", dtype=input_dtype(dtype)), "forward")
-        for _ in range(20):
-            step()
-        torch.cuda.synchronize()
-        walls = []
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(10):
-                start = time.perf_counter()
-                step()
-                torch.cuda.synchronize()
-                walls.append(time.perf_counter() - start)
-        print(f"== {name}, batch 1: wall per step {sorted(walls)[len(walls) // 2] * 1e6:.1f} µs (median of 10, "
-              "profiled)")
-        print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=15))
+        shape, workloads, dtype = entries[name]
+        for workload in (("forward",) if gpu else workloads):
+            for batch in ((1,) if gpu else (1, 8)):
+                model = build_model(f"{ZOO / name}.py:model").to(device)
+                step = make_module_step(model, example_input(shape, batch, device=device, dtype=input_dtype(dtype)),
+                                        workload)
+                for _ in range(20):
+                    step()
+                sync()
+                walls = []
+                with profile(activities=activities) as prof:
+                    for _ in range(10):
+                        start = time.perf_counter()
+                        step()
+                        sync()
+                        walls.append(time.perf_counter() - start)
+                print(f"== {name} {workload} on {device} ({torch.get_num_threads()} threads), batch {batch}: wall "
+                      f"per step {sorted(walls)[len(walls) // 2] * 1e6:.1f} µs (median of 10, profiled)")
+                print(prof.key_averages().table(sort_by="self_cuda_time_total" if gpu else "self_cpu_time_total",
+                                                row_limit=15))
     (out / "profiled").write_text("done\n")
 
 
@@ -142,9 +153,10 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", default="cpu,cuda", help="comma-separated (default cpu,cuda)")
     parser.add_argument("--profiles", type=Path, default=None, help="folder holding cpu/ and cuda/ profiles")
     parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per model (default 8)")
-    parser.add_argument("--profile-steps", action="store_true", help="torch.profiler on a few GPU steps instead")
-    parser.add_argument("--models", default="mnist_mlp,toy",
-                        help="with --profile-steps: comma-separated zoo models (default mnist_mlp,toy)")
+    parser.add_argument("--profile-steps", action="store_true",
+                        help="torch.profiler on a few steps instead, on the first of --devices")
+    parser.add_argument("--models", default=None,
+                        help="comma-separated zoo models (default: every model; with --profile-steps mnist_mlp,toy)")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
@@ -155,11 +167,12 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile_steps:
-        profile_steps(args.out, tuple(args.models.split(",")))
+        profile_steps(args.out, tuple((args.models or "mnist_mlp,toy").split(",")), args.devices.split(",")[0])
         return 0
     rows = []
     try:
-        measure_zoo(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows)
+        measure_zoo(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows,
+                    names=set(args.models.split(",")) if args.models else None)
     finally:  # a stage stopped at its limit (SIGINT) still writes what it measured
         (args.out / "summary.md").write_text(summary(rows))
     return 0
