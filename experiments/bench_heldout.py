@@ -44,9 +44,10 @@ from crossover.fit.validation import check_frame, split_heldout
 QUICK_SUITE = Path(__file__).resolve().parent / "suites" / "quick.toml"
 
 
-def cpu_rows(run) -> pd.DataFrame:
+def device_rows(run, device: str = "cpu") -> pd.DataFrame:
+    """The run's eager forward rows of ``device`` (every sweep, ``heldout`` included)."""
     frame = load_results(run, raw=True)
-    frame = frame[(frame["device"] == "cpu") & (frame["workload"] == "forward") & (frame["mode"] == "eager")]
+    frame = frame[(frame["device"] == device) & (frame["workload"] == "forward") & (frame["mode"] == "eager")]
     if "heldout" not in set(frame["sweep"]):
         raise SystemExit(f"{run}: no 'heldout' sweep: measure it with {QUICK_SUITE}")
     return frame
@@ -58,12 +59,12 @@ def summary(errors) -> dict:
                 within_10_pct=100 * np.mean(errors <= 0.10))
 
 
-def heldout_floor(runs, statistic) -> pd.DataFrame:
+def heldout_floor(runs, statistic, device: str = "cpu") -> pd.DataFrame:
     """Per pair of runs: |log(one run's held-out value / the other's)| after removing the pair's
     median offset over all shared sizes."""
     values = []
     for run in runs:
-        frame = check_frame(cpu_rows(run), statistic)
+        frame = check_frame(device_rows(run, device), statistic)
         fitted, held = split_heldout(frame)
         values.append((one_row_per_size(fitted), one_row_per_size(held)))
     rows = []
@@ -111,7 +112,10 @@ def main(argv=None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, help="results directories of the quick suite")
     parser.add_argument("--measure", type=int, default=0, metavar="N", help="first measure N quick runs")
     parser.add_argument("--out", type=Path, default=Path("/tmp/heldout"), help="where --measure writes")
-    parser.add_argument("--models", help="comma-separated candidates (default: crossover's for a CPU)")
+    parser.add_argument("--device", default="cpu",
+                        help="the series to check: cpu (default) or cuda (a paired run's GPU; its calibration "
+                             "is the run's calibration/cuda or the shipped profile of that machine)")
+    parser.add_argument("--models", help="comma-separated candidates (default: crossover's for the device)")
     parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC)
     parser.add_argument("--calibrate", choices=("none", "quick", "full"), default="none",
                         help="with --measure: calibrate the CPU before each run (the calibrated model's profile)")
@@ -122,9 +126,9 @@ def main(argv=None) -> int:
     print(f"held-out sizes predicted by fits of the other rows; statistic {args.statistic}\n")
     lines, per_size, cv_lines, params = [], [], [], []
     for index, run in enumerate(runs, 1):
-        frame = cpu_rows(run)
+        frame = device_rows(run, args.device)
         calibration = calibration_for_rows(frame)
-        models = tuple(args.models.split(",")) if args.models else default_models("cpu", calibration is not None)
+        models = tuple(args.models.split(",")) if args.models else default_models(args.device, calibration is not None)
         print(f"run {index} ({run}): calibration {calibration.path if calibration else 'none'}")
         chosen = fit_series(frame, models, n_boot=0, statistic=args.statistic, cache=False, calibration=calibration)
         cv_lines += grouped_cv_lines(index, chosen)
@@ -161,7 +165,7 @@ def main(argv=None) -> int:
     print("\nthe chosen model's fitted parameters per run:")
     print(pd.DataFrame(params).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if len(runs) > 1:
-        floor = heldout_floor(runs, args.statistic)
+        floor = heldout_floor(runs, args.statistic, args.device)
         print("\nnoise floor of the held-out sizes between runs (after the runs' overall offset):")
         print(floor.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     return 0

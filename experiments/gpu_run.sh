@@ -89,7 +89,7 @@ stage cpu-step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --devices c
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
-    stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,embedding_bag,conv1d_sequence,depthwise_cnn,transformer_layer,gru_classifier --out "$work/zoo"
+    stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
     cat "$work/step-profile.log" "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
     # The launch-bound models' GPU steps again, in a process that measures only the GPU: the third H100
     # visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within 12%;

@@ -107,10 +107,10 @@ def summary(rows: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_steps(out: Path, names=("mnist_mlp", "toy"), device: str = "cuda") -> None:
-    """torch.profiler's view of a few synchronised steps of the zoo models ``names`` on ``device``: on the
-    GPU the forward pass at batch 1; on the CPU every workload at batch 1 and 8 (the Xeon hosts run some
-    steps slower at batch 1 than at 8 at 16 threads, and not at one thread)."""
+def profile_steps(out: Path, names=("mnist_mlp", "toy"), device: str = "cuda", batches=None) -> None:
+    """torch.profiler's view of a few synchronised steps of the zoo models ``names`` on ``device`` at
+    ``batches``: on the GPU the forward pass (default batch 1); on the CPU every workload (default batch 1
+    and 8: the Xeon hosts run some steps slower at batch 1 than at 8 at 16 threads, not at one thread)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -126,7 +126,7 @@ def profile_steps(out: Path, names=("mnist_mlp", "toy"), device: str = "cuda") -
     for name in names:
         shape, workloads, dtype = entries[name]
         for workload in (("forward",) if gpu else workloads):
-            for batch in ((1,) if gpu else (1, 8)):
+            for batch in (batches or ((1,) if gpu else (1, 8))):
                 model = build_model(f"{ZOO / name}.py:model").to(device)
                 step = make_module_step(model, example_input(shape, batch, device=device, dtype=input_dtype(dtype)),
                                         workload)
@@ -157,6 +157,8 @@ def main(argv=None) -> int:
                         help="torch.profiler on a few steps instead, on the first of --devices")
     parser.add_argument("--models", default=None,
                         help="comma-separated zoo models (default: every model; with --profile-steps mnist_mlp,toy)")
+    parser.add_argument("--batches", default=None,
+                        help="with --profile-steps: comma-separated batch sizes (default 1 on a GPU, 1,8 on a CPU)")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
@@ -167,7 +169,8 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile_steps:
-        profile_steps(args.out, tuple((args.models or "mnist_mlp,toy").split(",")), args.devices.split(",")[0])
+        profile_steps(args.out, tuple((args.models or "mnist_mlp,toy").split(",")), args.devices.split(",")[0],
+                      tuple(int(b) for b in args.batches.split(",")) if args.batches else None)
         return 0
     rows = []
     try:
