@@ -189,7 +189,7 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
         fitted_runs.append(fitted)
         if coverage is not None:
             coverage.append(CoverageRun(machine=roles[host][0], run=str(directory), dist=dist, fitted=fitted))
-    for tag, index in (("", 0), ("Other", 1)):
+    for tag, index in (("", 0), ("Other", 1), ("Third", 2)):
         dist = runs[index][1] if len(runs) > index else None
         macros += _distribution_macros(prefix + tag, dist, f"{what}, paired run {index + 1}")
         fitted = fitted_runs[index] if len(runs) > index else None
