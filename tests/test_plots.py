@@ -448,5 +448,6 @@ def test_each_series_keeps_its_colour_and_a_plain_name_in_every_figure():
         assert tuple(ax.lines[1].get_color()) == tuple(all_at_once["nvidia-h200-16c/cuda"])
     finally:
         assign_series_colors([])
-    assert display_name("amd-epyc-2c/cpu [threads=2]") == "amd-epyc-2c CPU" and display_name("cuda") == "cuda"
+    assert display_name("amd-epyc-2c/cpu [threads=2]") == "AMD EPYC 2-core CPU" and display_name("cuda") == "cuda"
+    assert display_name("local/cpu") == "local CPU"  # a slug of another form is kept
     assert display_name("nvidia-h100-80gb-hbm3-16c/cuda") == "H100 GPU"

@@ -10,6 +10,8 @@ public names are re-exported by :mod:`crossover.plots`.
 
 from __future__ import annotations
 
+import re
+
 import contextlib
 from typing import Optional
 
@@ -103,8 +105,8 @@ def _machine_device(label) -> Optional[tuple]:
 
 def display_name(label) -> str:
     """A series as a reader names it: ``nvidia-h200-16c/cpu`` -> ``H200 host CPU``, ``.../cuda`` ->
-    ``H200 GPU``, ``amd-epyc-2c/cpu`` -> ``amd-epyc-2c CPU``; anything not ``machine/device`` (a device,
-    a mode) unchanged."""
+    ``H200 GPU``, ``amd-epyc-2c/cpu`` -> ``AMD EPYC 2-core CPU``; anything not ``machine/device`` (a
+    device, a mode) unchanged."""
     parts = _machine_device(label)
     if parts is None:
         return str(label)
@@ -112,7 +114,20 @@ def display_name(label) -> str:
     if machine.startswith("nvidia-") and len(machine.split("-")) > 1:
         gpu = machine.split("-")[1].upper()
         return f"{gpu} GPU" if device.startswith("cuda") else f"{gpu} host {device.upper()}"
-    return f"{machine} {'GPU' if device.startswith('cuda') else device.upper()}"
+    return f"{_machine_words(machine)} {'GPU' if device.startswith('cuda') else device.upper()}"
+
+
+_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "arm": "Arm", "apple": "Apple"}
+
+
+def _machine_words(machine: str) -> str:
+    """A CPU machine's slug in words: ``amd-epyc-2c`` -> ``AMD EPYC 2-core``, ``intel-xeon-16c`` ->
+    ``Intel Xeon 16-core``; a slug of another form unchanged."""
+    parts = machine.split("-")
+    if len(parts) < 2 or not re.fullmatch(r"\d+c", parts[-1]):
+        return machine
+    words = [_WORDS.get(w, w.capitalize()) for w in parts[:-1]]
+    return " ".join(words + [f"{parts[-1][:-1]}-core"])
 
 
 def assign_series_colors(labels) -> None:
