@@ -91,9 +91,10 @@ stage cpu-step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --devices c
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
     cat "$work/step-profile.log" "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
-    # The launch-bound models' GPU steps again, in a process that measures only the GPU: the third H100
-    # visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within 12%;
-    # this tells a sitting's state from the zoo's order (each model's CPU side is measured just before).
+    # The launch-bound models' GPU steps again, in another process that measures only the GPU: the third
+    # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
+    # 12%; how far one process's launch path differs from another's (the first visit's
+    # bench_interference.py found no slowdown from CPU work measured just before).
     stage zoo-cuda-again 20 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy,conv1d_sequence,embedding_bag --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
     stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
