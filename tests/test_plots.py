@@ -257,18 +257,18 @@ def test_sweep_plot_labels_each_crossover_with_its_pair_and_interval():
     data = pd.concat([rows(CPU), rows(GPU, device="cuda", seed=1)], ignore_index=True)
     ax = plots.sweep_plot(data, x="batch_size", crossover=[marker(30.0, 20.0, 40.0, empirical=[25.0]),
                                                           marker(None, winner="h/cpu")])
-    lines = [line for line in ax.lines if line.get_label().startswith("h:")]
+    lines = [line for line in ax.lines if line.get_label().startswith("h CPU =")]
     assert len(lines) == 1 and list(lines[0].get_xdata()) == [30.0, 30.0]
-    assert lines[0].get_label() == "h: cpu = cuda at batch_size 30 [20, 40]; measured points cross at 25"
+    assert lines[0].get_label() == "h CPU = h GPU at batch size 30 [20, 40]; measured points cross at 25"
     band = ax.patches[-1] if ax.patches else None
     assert band is not None and (band.get_x(), band.get_x() + band.get_width()) == pytest.approx((20.0, 40.0))
     title = ax.get_legend().get_title().get_text()
-    assert "h: cpu faster than cuda" in title and "no crossover" in title
+    assert "h CPU faster than h GPU" in title and "no crossover" in title
 
 
 def test_crossover_label_names_both_machines_when_they_differ():
     text = plots.crossover_label(marker(1234.5, a="m1/cpu [threads=2]", b="m2/cuda"))
-    assert text == "m1/cpu = m2/cuda at batch_size 1234"
+    assert text == "m1 CPU = m2 GPU at batch size 1234"
 
 
 def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, monkeypatch):
@@ -317,7 +317,7 @@ def test_batch_size_figure_crosses_only_devices_of_the_same_machine(tmp_path, mo
     # the figure's fits also hold the d_model sweep's points: close to, not equal to, this refit
     assert found.x == pytest.approx(A.crossover(cpu_fit, gpu_fit, "batch_size", d_model=128, n_layers=128).x,
                                     rel=0.1)
-    assert "host: cpu = cuda at batch_size" in plots.crossover_label(found)
+    assert "host CPU = host GPU at batch size" in plots.crossover_label(found)
 
 
 def test_speedup_map_cells_sit_at_their_sizes_and_the_frontier_in_the_same_coordinates():

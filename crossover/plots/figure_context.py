@@ -37,6 +37,14 @@ def _mode(values) -> float:
     return pd.Series(values).value_counts().idxmax()
 
 
+def _machine_name(machine: str) -> str:
+    """A machine slug as the figures name it: ``nvidia-h200-16c`` -> ``H200 machine``,
+    ``amd-epyc-2c`` -> ``AMD EPYC 2-core machine`` (:func:`crossover.plots.theme.display_name`)."""
+    from .theme import display_name
+
+    return display_name(f"{machine}/cpu").removesuffix(" host CPU").removesuffix(" CPU") + " machine"
+
+
 # ------------------------------------------------------------------------------------ context
 @dataclass
 class FigureContext:
@@ -101,7 +109,7 @@ class FigureContext:
 
     def named(self, text: str) -> str:
         """A title about the host, prefixed with its name when there are several machines."""
-        return f"{self.host}: {text}" if self.host and self.multi else text
+        return f"{_machine_name(self.host)}: {text}" if self.host and self.multi else text
 
     def overlay(self, rows: pd.DataFrame) -> dict:
         """The fits of the series in ``rows``, labelled for :func:`crossover.plots.sweep_plot`."""
@@ -229,7 +237,7 @@ def _sweep_data(ctx: FigureContext, sweep: str) -> Optional[dict]:
                  f"batch_size={fixed['batch_size']}")
     else:
         fixed = {a: _mode(swept[a]) for a in A.AXES if a != x}
-        title = f"Latency vs {x} (" + ", ".join(f"{a}={v}" for a, v in fixed.items()) + ")"
+        title = f"Latency vs {x.replace('_', ' ')} (" + ", ".join(f"{a}={v}" for a, v in fixed.items()) + ")"
     mask = np.ones(len(base), bool)
     for column, value in fixed.items():
         mask &= (base[column] == value).to_numpy()

@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Union
 
-from .figure_context import FIT_MODEL, FORMATS, SWEEPS, FigureContext, _mode, load_context
+from .figure_context import FIT_MODEL, FORMATS, SWEEPS, FigureContext, _machine_name, _mode, load_context
 
 if TYPE_CHECKING:  # numpy, pandas and matplotlib load on use: `crossover --help` stays fast
     import pandas as pd
@@ -161,9 +161,12 @@ def overhead_figure(ctx: FigureContext) -> None:
     def draw(ax, part, device):
         plots.overhead_plot(part, gpu_note=ctx.host is None, legend="below", ax=ax)
         threads = part["threads"].dropna()
-        ax.set_title(f"{device}" + (f" ({int(threads.iloc[0])} threads)" if device == "cpu" and len(threads) else ""))
+        from .theme import display_name
 
-    title = (f"{machine}: " if ctx.multi else "") + f"per-layer time by execution mode (d_model={d_model})"
+        name = display_name(f"{machine}/{device}")
+        ax.set_title(name + (f" ({int(threads.iloc[0])} threads)" if device == "cpu" and len(threads) else ""))
+
+    title = (f"{_machine_name(machine)}: " if ctx.multi else "") + f"per-layer time by execution mode (d_model={d_model})"
     ctx.save_panels("overhead", title, rows, draw, height=3.6)
 
 
@@ -211,7 +214,7 @@ def comparison_figure(ctx: FigureContext, name: str, column: str, title: str) ->
         plots.comparison_plot(part, by=column, x="batch_size", style=style, gpu_note=ctx.host is None, ax=ax)
         ax.set_title(str(device))
 
-    ctx.save_panels(name, (f"{machine}: " if ctx.multi else "") + title + (f" ({', '.join(fixed)})" if fixed else ""),
+    ctx.save_panels(name, (f"{_machine_name(machine)}: " if ctx.multi else "") + title + (f" ({', '.join(fixed)})" if fixed else ""),
                     rows, draw, height=3.3)
 
 

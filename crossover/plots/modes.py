@@ -159,7 +159,7 @@ def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "
             roots = _crossings(curves[a, "eager"], curves[b, "eager"])
             if roots:
                 ax.axvline(roots[0], color="0.15", linestyle=":", linewidth=1.1,
-                           label=f"eager: {names[a]} = {names[b]} at {x} {_num(roots[0])} (measured)")
+                           label=f"eager: {names[a]} = {names[b]} at {x.replace('_', ' ')} {_num(roots[0])} (measured)")
             else:
                 notes.append(_everywhere(curves[a, "eager"], curves[b, "eager"], names[a], names[b], x, "eager"))
         best = {d: _best(data[data[hue] == d], x, style) for d in devices}
@@ -167,7 +167,7 @@ def mode_crossover_plot(data: pd.DataFrame, *, x: str = "batch_size", a: str = "
             roots = _crossings(best[a], best[b])
             for i, root in enumerate(roots):
                 ax.axvline(root, color="0.15", linestyle="-.", linewidth=1.1,
-                           label="_best" if i else f"fastest modes: {names[a]} = {names[b]} at {x} "
+                           label="_best" if i else f"fastest modes: {names[a]} = {names[b]} at {x.replace('_', ' ')} "
                                                    + ", ".join(_num(r) for r in roots) + " (measured)")
             if not roots:
                 notes.append(_everywhere(best[a], best[b], names[a], names[b], x, "fastest modes"))

@@ -50,13 +50,12 @@ def crossover_label(crossover, x: Optional[str] = None) -> str:
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> crossover_label(NS(a="m/cpu", b="m/cuda", axis="batch_size", x=393.4, low=310, high=464, roots=[393.4]))
-    'm: cpu = cuda at batch_size 393 [310, 464]'
+    >>> crossover_label(NS(a="nvidia-h200-16c/cpu", b="nvidia-h200-16c/cuda", axis="batch_size", x=393.4,
+    ...                    low=310, high=464, roots=[393.4]))
+    'H200 host CPU = H200 GPU at batch size 393 [310, 464]'
     """
-    a, b = _short(crossover.a), _short(crossover.b)
-    (ma, _, da), (mb, _, db) = a.rpartition("/"), b.rpartition("/")
-    pair = f"{ma}: {da} = {db}" if ma and ma == mb else f"{a} = {b}"
-    text = f"{pair} at {x or crossover.axis} {_num(crossover.x)}"
+    pair = f"{display_name(crossover.a)} = {display_name(crossover.b)}"
+    text = f"{pair} at {(x or crossover.axis).replace('_', ' ')} {_num(crossover.x)}"
     if crossover.low is not None and crossover.high is not None:
         text += f" [{_num(crossover.low)}, {_num(crossover.high)}]"
     others = [r for r in (getattr(crossover, "roots", None) or []) if r != crossover.x]
@@ -70,12 +69,10 @@ def crossover_label(crossover, x: Optional[str] = None) -> str:
 
 def _never_label(crossover, x: str) -> str:
     """Text for curves that do not meet in range: who is faster everywhere."""
-    winner = _short(crossover.winner or "?")
-    other = _short(crossover.b if crossover.winner == crossover.a else crossover.a)
-    (mw, _, dw), (mo, _, do) = winner.rpartition("/"), other.rpartition("/")
+    winner = display_name(crossover.winner or "?")
+    other = display_name(crossover.b if crossover.winner == crossover.a else crossover.a)
     lo, hi = crossover.x_range
-    pair = f"{mw}: {dw} faster than {do}" if mw and mw == mo else f"{winner} faster than {other}"
-    return f"{pair}\nat every {x} in {lo:g}–{hi:g} (fit, no crossover)"
+    return f"{winner} faster than {other}\nat every {x.replace('_', ' ')} in {lo:g}–{hi:g} (fit, no crossover)"
 
 
 def _crossovers(crossover) -> list:
