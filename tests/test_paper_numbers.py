@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import optimize
 
@@ -317,3 +318,23 @@ def test_a_prefetched_fit_is_the_fit_asked_for(macros):
         if fit is not None:
             np.testing.assert_array_equal(fit.params, ahead[role].params)
             np.testing.assert_array_equal(fit.draws, ahead[role].draws)
+
+
+def test_the_thread_sweep_macros_name_the_fastest_count_against_the_usual_one():
+    from crossover.paper.facts import thread_sweep_macros
+
+    def row(device, threads, batch, median_s, name):
+        return dict(machine="gpu-box", device=device, device_name=name, threads=threads, batch_size=batch,
+                    median_s=median_s, d_model=128, n_layers=128, workload="forward", mode="eager",
+                    dtype="float32", regime="latency", transfer="device")
+
+    frame = pd.DataFrame([row("cpu", 16, 1, 2.0e-3, "Xeon"), row("cpu", 16, 1, 2.2e-3, "Xeon"),  # the usual count
+                          row("cpu", 1, 1, 1.6e-3, "Xeon"), row("cpu", 16, 64, 4.0e-3, "Xeon"),
+                          row("cpu", 8, 64, 3.2e-3, "Xeon"), row("cpu", 1, 64, 5.0e-3, "Xeon"),
+                          row("cuda", 16, 1, 3.0e-3, "NVIDIA H100")])
+    text = {m.name: m.text for m in thread_sweep_macros(frame, {"HostB": ("gpu-box", "cpu")})}
+    assert text["ThreadsMachine"] == "NVIDIA H100" and text["ThreadsCounts"] == "1, 8, 16"
+    assert text["ThreadsUsual"] == "16" and text["ThreadsBestOneCount"] == "1" and text["ThreadsBestWideCount"] == "8"
+    assert text["ThreadsGainOne"].startswith("1.3")  # 2.1 ms (median at 16) / 1.6 ms
+    absent = {m.name: m.text for m in thread_sweep_macros(frame[frame["threads"] == 16], {"HostB": ("gpu-box", "cpu")})}
+    assert absent["ThreadsBestOneCount"] == P.NA

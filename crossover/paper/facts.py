@@ -19,7 +19,7 @@ from .fits import AXIS_NAMES, BAR_MAPE_PCT, BAR_WITHIN_PCT, TOLERANCE_PCT
 from ..results.store import REFERENCE_SWEEP, load_metadata, load_results
 from ..analysis.reference_study import ANCHOR, BASELINE, usual_threads, baseline_rows
 
-__all__ = ["WIDE_BATCH", "QUOTED", "mode_macros", "round_macros", "protocol_macros", "metadata_macros",
+__all__ = ["WIDE_BATCH", "QUOTED", "mode_macros", "thread_sweep_macros", "round_macros", "protocol_macros", "metadata_macros",
            "design_macros"]
 
 #: The second batch size of the mode comparison (the mode sweep measures batch 1 and this).
@@ -98,7 +98,48 @@ def mode_macros(frame: pd.DataFrame, roles: dict) -> list:
     else:
         macros.append(Macro("BestModeRatio", NA, "host CPU compiled / GPU with CUDA graphs at the anchor"))
     macros += _graph_outlier_macros(frame, roles)
+    macros += thread_sweep_macros(frame, roles)
     return macros
+
+
+def thread_sweep_macros(frame: pd.DataFrame, roles: dict) -> list:
+    """The eager host CPU's step at the anchor at each thread count measured, on the first GPU machine's
+    host with a thread sweep there (roles ``Host``, ``HostB``): ``ThreadsMachine``, ``ThreadsCounts``, and
+    at batch 1 (``One``) and :data:`WIDE_BATCH` (``Wide``) the fastest count (``ThreadsBest<b>Count``), its
+    latency (``...Latency``), the usual count's (``ThreadsUsual<b>Latency``) and their ratio
+    (``ThreadsGain<b>``, >1: fewer threads are faster)."""
+    names = [f"Threads{kind}{b}{what}" for b in ("One", "Wide")
+             for kind, what in (("Best", "Count"), ("Best", "Latency"), ("Usual", "Latency"), ("Gain", ""))]
+    for role in ("Host", "HostB"):
+        if role not in roles:
+            continue
+        machine, device = roles[role]
+        rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == "eager")]
+        for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"},
+                              "d_model": ANCHOR["d_model"], "n_layers": ANCHOR["n_layers"]}.items():
+            if column in rows:
+                rows = rows[rows[column] == value]
+        if "threads" not in rows or rows["threads"].nunique() < 2:
+            continue
+        usual = int(rows["threads"].value_counts().idxmax())
+        gpu = frame.loc[(frame["machine"] == machine) & (frame["device"] != device), "device_name"].dropna()
+        macros = [Macro("ThreadsMachine", _plain(str(gpu.iloc[0])) if len(gpu) else _tt(machine),
+                        "the GPU machine whose host's eager thread sweep the text quotes"),
+                  Macro("ThreadsCounts", ", ".join(str(int(n)) for n in sorted(rows["threads"].unique())),
+                        "its thread counts measured at the anchor"),
+                  Macro("ThreadsUsual", str(usual), "its usual thread count")]
+        for tag, batch in (("One", 1), ("Wide", WIDE_BATCH)):
+            per = rows[rows["batch_size"] == batch].groupby("threads")["median_s"].median()
+            best = int(per.idxmin()) if len(per) else None
+            at_usual = per.get(usual, np.nan)
+            macros += [Macro(f"ThreadsBest{tag}Count", NA if best is None else str(best), f"fastest thread count at batch {batch}"),
+                       Macro(f"ThreadsBest{tag}Latency", format_quantity(per.min() if len(per) else None, "s"),
+                             f"its latency at batch {batch}"),
+                       Macro(f"ThreadsUsual{tag}Latency", format_quantity(at_usual, "s"), f"the usual count's, batch {batch}"),
+                       Macro(f"ThreadsGain{tag}", format_ratio(at_usual / per.min(), 2) if len(per) else NA,
+                             f"usual count / fastest count at batch {batch}")]
+        return macros
+    return [Macro(n, NA, "no host thread sweep at the anchor") for n in ["ThreadsMachine", "ThreadsCounts", "ThreadsUsual"] + names]
 
 
 def _graph_outlier_macros(frame: pd.DataFrame, roles: dict) -> list:
