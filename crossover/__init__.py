@@ -12,11 +12,11 @@ __version__ = "0.1.0"
 #: Public name → the module that defines it.
 _EXPORTS = {
     "ResidualMLP": "measurement.toy_model",
-    "param_count": "measurement.toy_model",
-    "forward_flops": "measurement.toy_model",
-    "train_flops": "measurement.toy_model",
-    "step_flops": "measurement.toy_model",
-    "step_bytes": "measurement.toy_model",
+    "param_count": "measurement.toy_counts",
+    "forward_flops": "measurement.toy_counts",
+    "train_flops": "measurement.toy_counts",
+    "step_flops": "measurement.toy_counts",
+    "step_bytes": "measurement.toy_counts",
     "Config": "measurement.toy_step",
     "ConfigError": "errors",
     "Measurement": "measurement.toy_step",

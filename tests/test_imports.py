@@ -283,3 +283,39 @@ def test_no_public_name_is_shadowed_by_a_submodule():
         submodules = {p.stem for p in init.parent.glob("*.py")} | {p.parent.name for p in init.parent.glob("*/__init__.py")}
         clashes += [f"{name}.{n}" for n in exports if n in submodules]
     assert not clashes, f"public names that are also submodules: {clashes}"
+
+
+def test_predicting_the_toy_needs_no_torch():
+    """``crossover predict`` of the toy imports no torch (~0.8 s): the FLOP counts, the shipped toy traces'
+    torch version, this machine's label (on a CPU-only build of torch), the noise floors and a calibrated
+    model's features come without it; and what it reads of the installed torch instead is what torch says."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    code = """
+import json, sys
+from crossover.analysis import decision
+from crossover.fit import toy_trace
+from crossover.fit.latency_models import features
+from crossover.measurement import torch_install
+from crossover.opcost.profiles import load_profile, shipped_profile_files
+from crossover.shipped_data import shipped_results_dir
+assert toy_trace.shipped_templates(), "the shipped toy traces are of another torch"
+decision.this_machine()
+decision.noise_floors([str(shipped_results_dir())])
+cpu = [load_profile(p) for p in shipped_profile_files()]
+features(128, [1, 8], [1, 64], calibration=next(p for p in cpu if p.device == "cpu"))
+print(json.dumps({"torch": "torch" in sys.modules, "version": torch_install.torch_version_field("__version__"),
+                  "cpu_only": torch_install.cpu_only_torch()}))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    cpu_only = torch.version.cuda is None and torch.version.hip is None
+    # a GPU build asks torch whether a GPU is there (the machine's label names it)
+    assert found == {"torch": not cpu_only, "version": str(torch.__version__), "cpu_only": cpu_only}

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -152,3 +153,17 @@ def test_loaded_results_come_back_from_the_disk_cache_until_a_file_changes(tmp_p
     monkeypatch.setenv("CROSSOVER_NO_CACHE", "1")
     store.load_results(run, raw=True)
     assert len(calls) == 3
+
+
+def test_each_rounds_quantile_is_numpys_of_that_round():
+    """The rounds' quantiles are computed one array per number of repeats, not once per round: the
+    same values as ``np.quantile`` of each round, exactly (NaN and empty rounds included)."""
+    from crossover.results.statistics import QUIET_QUANTILE, _round_quantiles
+
+    rng = np.random.default_rng(3)
+    raw = {g: [tuple(rng.lognormal(size=int(n))) for n in rng.integers(0, 12, size=6)] for g in range(40)}
+    raw[40] = [(1.0, float("nan"), 2.0), (), (3.0,)]
+    found = _round_quantiles(raw)
+    for group, rounds in raw.items():
+        expected = [np.quantile(np.asarray(times, dtype=float), QUIET_QUANTILE) for times in rounds if len(times)]
+        np.testing.assert_array_equal(found[group], expected, strict=True)

@@ -126,7 +126,7 @@ def fit_for_decision(frame, models: Optional[Sequence[str]] = None, *, n_boot: i
 def noise_floors(results, statistic: str = DEFAULT_STATISTIC) -> list:
     """The machines' measured noise floors (``noise.json``, written by ``crossover noise``) found with
     ``results``, for ``statistic`` (else p10): one dict per file, the floors in percent."""
-    from ..measurement.noise import read_noise
+    from ..measurement.noise_file import read_noise
 
     floors = []
     for data in read_noise(results):
@@ -277,6 +277,10 @@ def decide(results=None, *, d_model: Optional[int] = None, n_layers: Optional[in
 
 def _decide_toy(results, d_model, n_layers, batch_size, *, workload, mode, dtype, regime, transfer, along,
                 machine, models, n_boot, seed, bootstrap, statistic, drop_drifted, progress) -> Decision:
+    import contextlib
+
+    from ..fit import cache as fit_cache
+    from ..fit.all_series import fitting_pool
     from ..fit.peaks import check_parameters
     from ..results.drift import mixed_speed_warnings
     from ..shipped_data import shipped_results_dir
@@ -291,12 +295,15 @@ def _decide_toy(results, d_model, n_layers, batch_size, *, workload, mode, dtype
     results = [str(p) for p in (results or [shipped_results_dir()])]
     wanted = dict(workload=workload, mode=mode, dtype=dtype, regime=regime, transfer=transfer)
     only = {"machine": machine} if machine else {}
-    # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
-    frame = load_points(results, drop_drifted=drop_drifted, **only, **wanted)
-    reported = reported_series(frame)
-    warnings = list(mixed_speed_warnings(reported))
-    fits = fit_for_decision(reported, models, n_boot=n_boot, seed=seed, bootstrap=bootstrap, statistic=statistic,
-                            progress=progress)
+    # With the fit cache off every series is fitted: the fitting processes start now and import while
+    # the results load (with it on, fit_results starts them if a fit is missing).
+    with contextlib.nullcontext() if fit_cache.enabled() else fitting_pool():
+        # Only the series predict reports on (per machine and device, the one with the most sizes) are fitted.
+        frame = load_points(results, drop_drifted=drop_drifted, **only, **wanted)
+        reported = reported_series(frame)
+        warnings = list(mixed_speed_warnings(reported))
+        fits = fit_for_decision(reported, models, n_boot=n_boot, seed=seed, bootstrap=bootstrap, statistic=statistic,
+                                progress=progress)
     result = predict(fits, d_model, n_layers, batch_size, axis=along, **wanted)
     add_paired_rounds(results, fits, result, frame)
     result["noise_floors"] = noise_floors(results, statistic)

@@ -36,7 +36,7 @@ def inventory(results: Optional[Sequence] = None, profiles: Optional[Sequence] =
         threads, plan, path), ``noise_floors`` and ``peaks`` (per machine), and ``schema``.
     """
     from ..fit.peaks import find_peaks
-    from ..measurement.noise import read_noise
+    from ..measurement.noise_file import read_noise
     from ..opcost.profiles import PROFILE_NAME, load_profile, shipped_profile_files
     from ..results.columns import SERIES_KEYS
     from ..results.side_files import side_files

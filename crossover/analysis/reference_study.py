@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from concurrent.futures import ProcessPoolExecutor
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..fit.all_series import fitting_pool
 from ..fit.series_fit import fit_series, series_seed
 from ..fit.validation import candidate_models
 
@@ -182,7 +182,7 @@ def prefetching(jobs: int):
     if jobs < 2:
         yield
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with fitting_pool(jobs) as pool:  # the one pool of the fits (an enclosing block's, else its own)
         _POOL.append(pool)
         try:
             yield
@@ -239,7 +239,7 @@ def fit_baseline(frame: pd.DataFrame, roles: dict, *, models: Optional[Sequence[
     started = {i: _PREFETCHED.get(_task_key(t)) for i, t in enumerate(tasks)} if _PREFETCHED else {}
     todo = [t for i, t in enumerate(tasks) if started.get(i) is None]
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+        with fitting_pool(min(jobs, len(todo))) as pool:  # the prefetching block's pool, else one for these
             done = iter(list(pool.map(_fit_one, todo)))
     else:
         done = iter([_fit_one(t) for t in todo])

@@ -32,10 +32,10 @@ __all__ = ["cache_dir", "enabled", "key_of", "code_digest", "load", "store", "cl
 #: Bumped when the stored object's layout changes.
 CACHE_VERSION = 1
 #: Modules whose source decides a fit's result: a change to any of them invalidates every key.
-_FITTING_MODULES = ("fit/series_fit", "fit/latency_models", "fit/validation", "fit/bootstrap",
-                    "fit/calibrated_model", "fit/toy_trace", "results/statistics", "measurement/toy_model", "axes",
-                    "opcost/module_predict", "opcost/op_costs", "opcost/gpu_ops", "opcost/layer_primitives",
-                    "opcost/trace", "opcost/profiles")
+_FITTING_MODULES = ("fit/series_fit", "fit/latency_models", "fit/trust_region", "fit/validation", "fit/bootstrap",
+                    "fit/calibrated_model", "fit/toy_trace", "results/statistics", "measurement/toy_model",
+                    "measurement/toy_counts", "axes", "opcost/module_predict", "opcost/op_costs", "opcost/gpu_ops",
+                    "opcost/layer_primitives", "opcost/trace", "opcost/profiles")
 
 
 @lru_cache(maxsize=1)

@@ -1,7 +1,7 @@
 """The latency models: their forms, their parameters, and fitting one model to one series' points.
 
 A latency model predicts the seconds of one step from the sizes ``(d_model, n_layers, batch_size)``
-and the work they imply (FLOPs and bytes from :func:`crossover.measurement.toy_model.work_per_step`, the one home of
+and the work they imply (FLOPs and bytes from :func:`crossover.measurement.toy_counts.work_per_step`, the one home of
 those counts). All are fitted on relative error (log space, robust ``soft_l1`` loss, with
 log-parameters so every parameter stays positive)::
 
@@ -88,8 +88,9 @@ from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_
 from .calibrated_model import smooth_max as _smooth_max
 from ..axes import WORKLOADS
 from ..errors import AnalysisError
-from ..measurement.toy_model import work_per_step
+from ..measurement.toy_counts import work_per_step
 from ..results.columns import SIZE_COLUMNS
+from .trust_region import forward_differences, least_squares
 
 __all__ = ["AXES", "PARAMS", "MODELS", "CPU_MODELS", "CALIBRATED", "CALIBRATED_GPU", "CALIBRATED_MODELS", "default_models", "SMOOTH_MAX_P", "PARAMETER_PEAKS",
            "model_parameters", "step_counts", "features", "evaluate", "model_latency_s", "peak_kind", "upper_bounds",
@@ -199,9 +200,10 @@ _CALIBRATED_PARAMS = ("floor_scale", "floor_evicted_scale", "memory_scale", "com
 
 
 def _expit(x):
-    """``scipy.special.expit``, imported on use (at the top it came with scipy.optimize: ~0.25 s a predict)."""
-    from scipy.special import expit
-    return expit(x)
+    """``scipy.special.expit``, imported on first use (not at the top: ~0.1 s), then bound to this name."""
+    global _expit
+    from scipy.special import expit as _expit
+    return _expit(x)
 
 
 @functools.lru_cache(maxsize=None)
@@ -305,8 +307,8 @@ def _work(d_model, n_layers, batch_size, workload):
 def step_counts(d_model, n_layers, batch_size, workload="forward", bytes_per_element=4):
     """FLOPs and bytes of one step as floats, vectorised over the sizes.
 
-    The counts of :func:`crossover.measurement.toy_model.work_per_step` (the integer-checked ones are
-    :func:`crossover.measurement.toy_model.step_flops` and :func:`crossover.measurement.toy_model.step_bytes`).
+    The counts of :func:`crossover.measurement.toy_counts.work_per_step` (the integer-checked ones are
+    :func:`crossover.measurement.toy_counts.step_flops` and :func:`crossover.measurement.toy_counts.step_bytes`).
 
     Returns
     -------
@@ -328,9 +330,10 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
     -------
     types.SimpleNamespace
         ``L`` layers, ``B`` batch, ``flops`` of the step, per layer ``F`` FLOPs, ``Mw``/``Ma``/``M``
-        weight, activation and all bytes, ``W`` the whole model's and ``Wl`` one layer's weight bytes
-        (float arrays broadcast from the sizes); with a calibration ``floor_hot_s`` ... ``compute_cold_s``,
-        ``llc_bytes`` and ``core_cache_bytes`` (one core's private cache).
+        weight, activation and all bytes, ``W`` the whole model's and ``Wl`` one layer's weight bytes, their
+        logs (float arrays broadcast from the sizes); with a calibration ``floor_hot_s`` ... ``compute_cold_s``,
+        ``llc_bytes``, ``core_cache_bytes`` (one core's private cache) and ``calibrated``'s terms of the sizes
+        alone (a fit evaluates its model thousands of times on the same features: they are computed once).
     """
     flops, weights, activations = _work(d_model, n_layers, batch_size, workload)
     L, d = np.asarray(n_layers, dtype=float), np.asarray(d_model, dtype=float)
@@ -338,6 +341,7 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
     X = SimpleNamespace(L=L, B=np.asarray(batch_size, dtype=float), flops=flops, F=flops / L,
                         Mw=weights * elt / L, Ma=activations * elt / L, M=(weights + activations) * elt / L,
                         W=L * d * d * elt, Wl=d * d * elt, d=d)
+    X.log_W, X.log_Wl = np.log(X.W), np.log(X.Wl)
     if calibration is not None:
         from .calibrated_model import toy_parts
 
@@ -347,14 +351,11 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
             setattr(X, name, np.broadcast_to(values, shape).astype(float))
         X.llc_bytes = np.full(shape, float(calibration.llc_bytes))
         X.core_cache_bytes = np.full(shape, core_cache_bytes(calibration))
+        # a layer's weights over the warm size's reference, the share of the cache they turn over, the
+        # layers that pay the matrix-matrix cost (see _calibrated)
+        X.warm_layers, X.evicted = X.Wl / WARM_LAYER_BYTES, 1 - np.exp(-X.Wl / X.core_cache_bytes)
+        X.gemm_layers = (X.B > 1) * X.L
     return X
-
-
-def _as_params(model, theta):
-    theta = np.asarray(theta, dtype=float)
-    if theta.ndim == 2:  # bootstrap draws: one row each, broadcast against the points
-        return {name: theta[:, i, None] for i, name in enumerate(model_parameters(model))}
-    return dict(zip(model_parameters(model), theta))
 
 
 def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
@@ -363,7 +364,11 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     ``theta`` is in SI units in the order of :func:`model_parameters`; a 2-D ``theta`` (one row per
     parameter set, e.g. bootstrap draws) gives one row of predictions per set.
     """
-    p = _as_params(model, theta)
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim == 2:  # bootstrap draws: one row each, broadcast against the points
+        p = dict(zip(model_parameters(model), theta.T[:, :, None]))  # column i: theta[:, i, None]
+    else:
+        p = dict(zip(model_parameters(model), theta))
     if model == CALIBRATED:
         return _calibrated(p, X)
     if model == CALIBRATED_GPU:
@@ -375,12 +380,12 @@ def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     if "width_half" in p:  # small matrices run below the peak rate in d as well as in batch
         rate = rate * X.d / (X.d + p["width_half"])
     if "ramp_bytes" in p:  # small layers stream slower than large ones (e.g. run on fewer threads)
-        out_of_cache = _log_logistic(X.Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"],
+        out_of_cache = _log_logistic(X.log_Wl, p["ramp_bytes"], p["small_bytes_per_s"], p["large_bytes_per_s"],
                                      RAMP_WIDTH)
     else:
         out_of_cache = p.get("dram_bytes_per_s", p.get("bytes_per_s"))
     if "cache_bytes" in p:  # whole model's weights in cache -> cache bandwidth, else out of cache
-        bandwidth = _log_logistic(X.W, p["cache_bytes"], p["cache_bytes_per_s"], out_of_cache, CACHE_WIDTH)
+        bandwidth = _log_logistic(X.log_W, p["cache_bytes"], p["cache_bytes_per_s"], out_of_cache, CACHE_WIDTH)
     else:
         bandwidth = out_of_cache
     if "act_bytes_per_s" in p:
@@ -402,22 +407,23 @@ def _calibrated(p, X):
     """The ``calibrated`` model (see the module docstring) at features ``X`` with a calibration."""
     if not hasattr(X, "floor_hot_s"):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=profile))")
-    middle = np.minimum(p["warm_bytes"] * (X.Wl / WARM_LAYER_BYTES) ** p["warm_exponent"], X.llc_bytes)
-    cold = _expit((np.log(X.W) - np.log(middle)) / WARM_WIDTH)
-    evicted = 1 - np.exp(-X.Wl / X.core_cache_bytes)  # share of the cache a layer's weights turn over
-    scales = dict(p, floor_scale=p["floor_scale"] + (p["floor_evicted_scale"] - p["floor_scale"]) * evicted)
-    total = (X.B > 1) * X.L * p["gemm_layer_s"]
+    middle = np.minimum(p["warm_bytes"] * X.warm_layers ** p["warm_exponent"], X.llc_bytes)
+    cold = _expit((X.log_W - np.log(middle)) / WARM_WIDTH)
+    warm = 1 - cold
+    scales = dict(p, floor_scale=p["floor_scale"] + (p["floor_evicted_scale"] - p["floor_scale"]) * X.evicted)
+    total = X.gemm_layers * p["gemm_layer_s"]
     for part in ("floor", "memory", "compute"):
         hot, chilled = getattr(X, f"{part}_hot_s"), getattr(X, f"{part}_cold_s")
-        total = total + scales[f"{part}_scale"] * ((1 - cold) * hot + cold * chilled)
+        total = total + scales[f"{part}_scale"] * (warm * hot + cold * chilled)
     return total
 
 
-def _log_logistic(size, middle, below, above, width):
-    """``below`` for sizes well under ``middle``, ``above`` well over it; logistic in log size with
-    ``width`` (natural-log units)."""
-    weight = _expit((np.log(size) - np.log(middle)) / width)
-    return np.exp(np.log(below) + weight * (np.log(above) - np.log(below)))
+def _log_logistic(log_size, middle, below, above, width):
+    """``below`` for sizes well under ``middle``, ``above`` well over it; logistic in log size (given:
+    ``log_size``) with ``width`` (natural-log units)."""
+    weight = _expit((log_size - np.log(middle)) / width)
+    log_below = np.log(below)
+    return np.exp(log_below + weight * (np.log(above) - log_below))
 
 
 def model_latency_s(model: str, params: Mapping[str, float], d_model, n_layers, batch_size,
@@ -455,10 +461,6 @@ def initial_guesses(model, X, t):
     return [np.array([s[name] for name in model_parameters(model)]) for s in starts]
 
 
-#: The relative step of the forward-difference Jacobian (scipy's default for '2-point': sqrt of eps).
-_JAC_REL_STEP = float(np.finfo(float).eps) ** 0.5
-
-
 def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Optional[Sequence] = None,
                    loss: str = "soft_l1", f_scale: float = 0.1,
                    peaks: Optional[Mapping[str, float]] = None) -> np.ndarray:
@@ -466,9 +468,10 @@ def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Option
 
     Minimises the robust ``loss`` of the log residuals within the bounds of :data:`PARAMS`, lowered
     to the device's ``peaks`` where given (:func:`upper_bounds`: no fitted rate above what the device
-    can do), by :func:`scipy.optimize.least_squares` on log-parameters, from each of ``starts``
-    (default: a few guesses from the data's scale); the best optimum wins. A looser tolerance than
-    1e-6 was tried for the refits: it changed which model grouped CV chose for the H100 host's series.
+    can do), by scipy's least squares (:func:`crossover.fit.trust_region.least_squares`) on
+    log-parameters, from each of ``starts`` (default: a few guesses from the data's scale); the best
+    optimum wins. A looser tolerance than 1e-6 was tried for the refits: it changed which model grouped
+    CV chose for the H100 host's series.
     """
     names = model_parameters(model)
     upper = upper_bounds(model, peaks)
@@ -479,21 +482,14 @@ def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Option
     def residuals(phi):
         return np.log(evaluate(model, np.exp(phi), X)) - log_t
 
-    def jacobian(phi):
-        # Forward differences with scipy's default step, all parameters in one vectorised evaluation
-        # (a 2-D theta: one row per perturbed parameter set) instead of one model call per parameter.
-        step = _JAC_REL_STEP * np.maximum(1.0, np.abs(phi))
-        step = np.where(phi + step > hi, -step, step)  # stay inside the bounds, as scipy does
-        rows = np.vstack([phi, phi + np.diag(step)])
-        logs = np.log(evaluate(model, np.exp(rows), X))
-        return ((logs[1:] - logs[0]) / step[:, None]).T
+    def jacobian(phi):  # every perturbed parameter set in one evaluation (a 2-D theta, one row each)
+        return forward_differences(lambda rows: np.log(evaluate(model, np.exp(rows), X)), phi, hi)
 
     best = None
     for start in initial_guesses(model, X, t) if starts is None else starts:
         x0 = np.clip(np.log(start), lo + 1e-6, hi - 1e-6)
-        from scipy import optimize  # on use: a cached fit never needs it (~0.25 s to import)
-        result = optimize.least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), loss=loss, f_scale=f_scale,
-                                        ftol=1e-6, xtol=1e-6, max_nfev=100 * len(names))
+        result = least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), loss=loss, f_scale=f_scale,
+                               ftol=1e-6, xtol=1e-6, max_nfev=100 * len(names))
         if best is None or result.cost < best.cost:
             best = result
     return np.exp(best.x)

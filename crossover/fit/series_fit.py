@@ -108,18 +108,23 @@ def one_row_per_size(frame: pd.DataFrame) -> pd.DataFrame:
     if not repeated.any():
         return frame
     out = frame.drop_duplicates(keys, keep="first").copy()  # each size's first row, in order of appearance
-    where = {key: i for i, key in zip(out.index, out[keys].itertuples(index=False, name=None))}
+    where = {key: i for i, key in enumerate(out[keys].itertuples(index=False, name=None))}
+    columns = {c: out[c].to_numpy(dtype=object if c in ("raw_times_s", "round_raw_s") else None, copy=True)
+               for c in ("latency_s", "raw_times_s", "round_raw_s", "latency_deviation") if c in out}
     for key, group in frame[repeated].groupby(keys, sort=False):  # only the sizes measured more than once
-        i = where[key if isinstance(key, tuple) else (key,)]
-        out.at[i, "latency_s"] = float(group["latency_s"].median())
+        i = where[key if isinstance(key, tuple) else (key,)]  # its row's position (set column by column below)
+        columns["latency_s"][i] = float(group["latency_s"].median())
         if "raw_times_s" in group:
-            out.at[i, "raw_times_s"] = tuple(v for raw in group["raw_times_s"] for v in raw)
+            columns["raw_times_s"][i] = tuple(v for raw in group["raw_times_s"] for v in raw)
         if "round_raw_s" in group:  # a round's repeats of both sweeps belong to that round
-            out.at[i, "round_raw_s"] = tuple(pair for pairs in group["round_raw_s"] if isinstance(pairs, tuple)
-                                             for pair in pairs)
+            columns["round_raw_s"][i] = tuple(pair for pairs in group["round_raw_s"] if isinstance(pairs, tuple)
+                                              for pair in pairs)
         if "latency_deviation" in group:
-            out.at[i, "latency_deviation"] = float(group["latency_deviation"].mean())
-    return out.reset_index(drop=True)
+            columns["latency_deviation"][i] = float(group["latency_deviation"].mean())
+    out = out.reset_index(drop=True)
+    for column, values in columns.items():
+        out[column] = values
+    return out
 
 
 def _series_key(row) -> tuple:

@@ -179,13 +179,13 @@ def toy_trace(d_model: int, n_layers: int, batch_size: int, workload: str = "for
 def shipped_templates(path: Path = SHIPPED) -> dict:
     """The templates in ``path`` (``(n_layers, workload, dtype)`` -> template) when they were built with
     the installed torch; ``{}`` otherwise (missing, unreadable, or another torch)."""
-    import torch
+    from ..measurement.torch_install import torch_version_field
 
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {}
-    if data.get("torch") != torch.__version__:
+    if data.get("torch") != torch_version_field("__version__"):  # read, not imported
         return {}
     out = {}
     for item in data.get("templates", []):

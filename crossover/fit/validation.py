@@ -174,6 +174,10 @@ def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = 
     X, t = model_features(frame, model, calibration), frame["latency_s"].to_numpy()
     folds = cv_folds(frame, model, axes, max_held_out_fraction)
     start = best_start(model, X, t, loss=loss, f_scale=f_scale, peaks=peaks) if len(folds) > 1 else None
+    # each size's values, read once: by position where the rows are numbered 0..n-1 (as checked frames
+    # are), else by label, as indexing the frame's columns reads them
+    positional = frame.index.equals(pd.RangeIndex(len(frame)))
+    sizes = {c: frame[c].to_numpy() if positional else frame[c] for c in ("d_model", "n_layers", "batch_size")}
     rows = []
     for axis, value, train, test in folds:
         Xtr = SimpleNamespace(**{k: v[train] for k, v in vars(X).items()})
@@ -187,8 +191,8 @@ def held_out_predictions(frame: pd.DataFrame, model: str, axes: Sequence[str] = 
         outside = not seen.min() < value < seen.max()
         for j, i in enumerate(test):
             rows.append(dict(model=model, axis=axis, held_out=value, extrapolated=outside,
-                             d_model=frame["d_model"][i],
-                             n_layers=frame["n_layers"][i], batch_size=frame["batch_size"][i],
+                             d_model=sizes["d_model"][i], n_layers=sizes["n_layers"][i],
+                             batch_size=sizes["batch_size"][i],
                              measured_s=t[i], predicted_s=predicted[j], rel_error=predicted[j] / t[i] - 1))
     return pd.DataFrame(rows)
 

@@ -15,12 +15,11 @@ import platform
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Mapping, Optional
-
-import torch
 
 from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores
@@ -45,7 +44,14 @@ COLLECT_ENV_TIMEOUT_S = 30.0
 
 
 def cuda_available() -> bool:
-    """True when a CUDA device can be used by this torch build."""
+    """True when a CUDA device can be used by this torch build (a CPU-only build answers without
+    importing torch: :func:`crossover.measurement.torch_install.cpu_only_torch`)."""
+    from .torch_install import cpu_only_torch
+
+    if "torch" not in sys.modules and cpu_only_torch():
+        return False
+    import torch
+
     return torch.cuda.is_available()
 
 
@@ -65,6 +71,8 @@ def device_name(device: str) -> str:
     """The name of ``device`` on this machine: the CPU's model, or the GPU's name (``torch.cuda``)."""
     if str(device).startswith("cuda"):
         require_device(device)
+        import torch
+
         return torch.cuda.get_device_name(0)
     return cpu_model_name()
 
@@ -95,6 +103,8 @@ def machine_label() -> str:
     if label:
         return _slug(label)
     if cuda_available():
+        import torch
+
         return f"{_slug(torch.cuda.get_device_name(0))}-{usable_cores()}c"
     return f"{_slug(cpu_model_name())}-{usable_cores()}c"
 
@@ -135,6 +145,8 @@ def hardware_fingerprint() -> dict:
 
     info = {"cpu_model": cpu_model_name(), "cpu_logical_cores": os.cpu_count(), "caches": cpu_caches()}
     if cuda_available():
+        import torch
+
         props = torch.cuda.get_device_properties(0)
         uuid = getattr(props, "uuid", None)
         info.update(gpu_name=torch.cuda.get_device_name(0), gpu_uuid=None if uuid is None else str(uuid),
@@ -171,6 +183,8 @@ def scheduler_job(environ: Optional[Mapping[str, str]] = None) -> Optional[dict]
 def available_memory_bytes(device: str) -> int:
     """Memory that can still be allocated on ``device`` (``"cpu"`` or ``"cuda"``), in bytes."""
     if device == "cuda":
+        import torch
+
         free_bytes, _total = torch.cuda.mem_get_info()
         return int(free_bytes)
     available = None
@@ -303,6 +317,7 @@ def environment(full: bool = False) -> dict:
         one: :func:`scheduler_job`) and the node's ``hardware`` (:func:`hardware_fingerprint`). Results written before a field existed simply lack it.
     """
     import numpy
+    import torch
 
     quota_cores = cgroup_cpu_quota_cores()
     env = {

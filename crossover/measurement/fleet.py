@@ -396,7 +396,7 @@ def compare_fleet_nodes(results, *, statistic: str = "p10", n_boot: int = 1000):
     """
     from ..results.anchors import compare_nodes
     from ..results.store import load_results
-    from .noise import read_noise
+    from .noise_file import read_noise
 
     paths = [results] if isinstance(results, (str, Path)) else list(results)
     frame = load_results(paths, raw=True, include_reference=True, anchor_scale=False)

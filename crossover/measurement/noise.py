@@ -28,12 +28,11 @@ import pandas as pd
 from .toy_step import Config, num_threads, make_step
 from ..results.statistics import is_drifted, quiet_level
 from .timer import TimerOptions, time_step
+from .noise_file import NOISE_FILE, read_noise  # re-exported: the reader lives apart, without torch
 
 __all__ = ["Protocol", "SHORT_ROUNDS", "LEGACY", "DEFAULT_SIZES", "measure_window", "window_estimates",
            "run_to_run", "noise_summary", "NOISE_FILE", "write_noise", "read_noise", "STATISTIC_NAMES", "spread",
            "DEFAULT_SPAN_S"]
-
-NOISE_FILE = "noise.json"
 
 #: Eight sizes from launch-bound to compute-bound; the first is the drift reference (the anchor).
 DEFAULT_SIZES = (
@@ -200,23 +199,6 @@ def write_noise(directory, deviations: pd.DataFrame, *, protocol: Protocol, wind
     }
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
-
-
-def read_noise(directories) -> list:
-    """Every ``noise.json`` of the given results directories (dicts, as written; found by
-    :func:`crossover.results.side_files.side_files`)."""
-    from ..results.side_files import side_files
-
-    found = []
-    for path in side_files(directories, NOISE_FILE):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if data.get("schema") == "crossover-noise":
-            data["path"] = str(path)
-            found.append(data)
-    return found
 
 
 #: How long a window spreads its rounds by default: about as long as the quick suite spreads a

@@ -209,7 +209,7 @@ def protocol_macros(results: Sequence, dirs: set, roles: dict) -> list:
     the drift limit, rows measured on a busy machine; and the machine's noise floor (``noise.json``,
     written by ``crossover noise``): one window's estimate against the mean over windows, per
     statistic."""
-    from ..measurement.noise import read_noise
+    from ..measurement.noise_file import read_noise
     from ..results.statistics import DRIFT_LIMIT
 
     rounds = load_results(results, combine_rounds=False, include_reference=True)

@@ -271,7 +271,8 @@ def _combined_rows(ok: pd.DataFrame) -> pd.DataFrame:
     for group, run, round_, times in zip(ok["_group"].to_numpy(), runs, ok["round"].to_numpy(), ok["raw_times_s"]):
         by_round.setdefault(group, []).append((f"{run}#{int(round_)}", tuple(times)))
     out["round_raw_s"] = pd.Series({g: tuple(pairs) for g, pairs in by_round.items()})
-    quiet = {g: _quiet_latency(rounds, out.at[g, "median_s"]) for g, rounds in raw.items()}
+    per_round = _round_quantiles(raw)
+    quiet = {g: _quiet_latency(rounds, out.at[g, "median_s"], per_round[g]) for g, rounds in raw.items()}
     out["p10_s"] = pd.Series({g: q[0] for g, q in quiet.items()})
     out["p10_round_deviation"] = pd.Series({g: q[1] for g, q in quiet.items()})
     out["warnings"] = grouped["warnings"].agg(lambda w: WARNING_SEPARATOR.join(sorted({x for x in w if x})))
@@ -282,7 +283,26 @@ def _combined_rows(ok: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
+def _round_quantiles(raw: dict) -> dict:
+    """Each point's rounds' :data:`QUIET_QUANTILE` quantiles (``raw``: point -> its rounds' repeats; the
+    rounds without repeats left out), as ``np.quantile`` of each round gives them: computed along the
+    rows of one array per number of repeats (a quantile along an axis is each row's, bit for bit),
+    not once per round (thousands of calls, a fifth of a second of every command that loads results)."""
+    import numpy as np
+
+    rows: dict = {}  # number of repeats -> [(point, position, repeats)]
+    for group, rounds in raw.items():
+        for position, times in enumerate(times for times in rounds if len(times)):
+            rows.setdefault(len(times), []).append((group, position, times))
+    found: dict = {group: {} for group in raw}
+    for items in rows.values():
+        values = np.quantile(np.array([times for _, _, times in items], dtype=float), QUIET_QUANTILE, axis=1)
+        for (group, position, _), value in zip(items, values):
+            found[group][position] = value
+    return {group: [by_position[i] for i in range(len(by_position))] for group, by_position in found.items()}
+
+
+def _quiet_latency(rounds_raw: pd.Series, median_s: float, per_round: list) -> tuple:
     """(``p10_s``, ``p10_round_deviation``) of one point from its rounds' raw repeats.
 
     On a shared machine a slow spell (a neighbour on the same cores or caches, a launch path that
@@ -291,7 +311,8 @@ def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
     quiet, and repeats itself from run to run far better (Chen & Revels, "Robust benchmarking in
     noisy environments", 2016, argue for the minimum; a low quantile keeps some robustness to a
     single lucky repeat; with fewer than ten repeats pooled it is the fastest one). Without raw
-    repeats the point's ``median_s`` stands in.
+    repeats the point's ``median_s`` stands in. ``per_round``: each round's quantile
+    (:func:`_round_quantiles`).
     """
     import numpy as np
 
@@ -299,7 +320,7 @@ def _quiet_latency(rounds_raw: pd.Series, median_s: float) -> tuple:
     if not len(pooled):
         return float(median_s), np.nan
     quiet = quiet_level(pooled)
-    per_round = np.array([np.quantile(times, QUIET_QUANTILE) for times in rounds_raw if len(times)])
+    per_round = np.array(per_round)
     deviation = float(np.mean(np.abs(per_round / quiet - 1))) if len(per_round) > 1 else np.nan
     return quiet, deviation
 
