@@ -51,6 +51,11 @@ def brent_root(f, xa: float, xb: float, args=(), xtol: float = 2e-12, rtol: floa
     ------
     ValueError
         ``f(xa)`` and ``f(xb)`` have the same sign, or no convergence in ``maxiter`` steps.
+
+    Notes
+    -----
+    A port of SciPy's ``brentq`` (``scipy/optimize/Zeros/brentq.c``), under SciPy's BSD 3-Clause license
+    (Copyright (c) 2001-2002 Enthought, Inc. 2003, SciPy Developers; the full text is SciPy's ``LICENSE.txt``).
     """
     import math
 

@@ -16,6 +16,11 @@ It covers what :func:`crossover.fit.latency_models.fit_parameters` asks of scipy
 callable Jacobian, bounds, and no options beyond the tolerances and the evaluation budget; another loss
 than :data:`LOSSES`, or no finite bound, is handed to scipy itself. The copy of record is scipy's
 ``optimize/_lsq/trf.py`` and ``common.py`` (SciPy 1.17).
+
+This module is a port of SciPy's code and keeps its license: Copyright (c) 2001-2002 Enthought, Inc.
+2003, SciPy Developers; BSD 3-Clause ("Redistributions of source code must retain the above copyright
+notice, this list of conditions and the following disclaimer"; the full text is SciPy's
+``LICENSE.txt``, shipped with every SciPy install this package depends on).
 """
 
 from __future__ import annotations
