@@ -15,13 +15,8 @@ against scipy's), in 4.5 s of those 7.5.
 It covers what :func:`crossover.fit.latency_models.fit_parameters` asks of scipy and nothing more: a
 callable Jacobian, bounds, and no options beyond the tolerances and the evaluation budget; another loss
 than :data:`LOSSES`, or no finite bound, is handed to scipy itself. The copy of record is scipy's
-``optimize/_lsq/trf.py`` and ``common.py`` (SciPy 1.17).
-
-This module is a port of SciPy's code and keeps its license: Copyright (c) 2001-2002 Enthought, Inc.
-2003, SciPy Developers; BSD 3-Clause ("Redistributions of source code must retain the above copyright
-notice, this list of conditions and the following disclaimer"; the full text is SciPy's
-``LICENSE.txt``, shipped with every SciPy install this package depends on).
-"""
+``optimize/_lsq/trf.py`` and ``common.py`` (SciPy 1.17), under SciPy's BSD 3-Clause license
+(Copyright (c) 2001-2002 Enthought, Inc. 2003, SciPy Developers; the full text: SciPy's ``LICENSE.txt``)."""
 
 from __future__ import annotations
 
