@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from crossover.measurement.toy_step import Config, measure
-from crossover.measurement.toy_model import step_flops
+from crossover.measurement.toy_counts import step_flops
 from crossover.results.statistics import QUIET_QUANTILE
 from crossover.measurement.timer import TimerOptions
 

@@ -2,7 +2,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from crossover.measurement.toy_model import ResidualMLP, forward_flops, param_count, step_bytes, train_flops
+from crossover.measurement.toy_counts import forward_flops, param_count, step_bytes, train_flops
+from crossover.measurement.toy_model import ResidualMLP
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import crossover
 from crossover.errors import AnalysisError, TraceError
-from crossover.measurement.toy_model import ResidualMLP, forward_flops, step_bytes, step_flops
+from crossover.measurement.toy_counts import forward_flops, step_bytes, step_flops
+from crossover.measurement.toy_model import ResidualMLP
 from crossover.opcost.trace import COLUMNS, KINDS, PHASES, op_kind, trace_batches, trace_module
 
 

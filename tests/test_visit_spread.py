@@ -73,3 +73,29 @@ def test_the_shipped_h100_visits_are_read():
     spread = point_spread(zoo_visits(sets, "cuda"))
     assert len(spread) and spread["visits"].map(len).max() >= 3
     assert (spread["ratio"] >= 1).all()
+
+
+def test_the_paired_runs_ratio_is_per_batch_size_measured_in_every_run():
+    from crossover.paper.visits import paired_visit_macros
+
+    def rows(run, times):
+        return [dict(machine="h", device="cuda", mode="eager", workload="forward", d_model=128, n_layers=128,
+                     sequence=0, results_dir=run, batch_size=b, p10_s=t) for b, t in times.items()]
+    frame = pd.DataFrame(rows("a", {1: 1.0, 8: 2.0, 64: 9.0}) + rows("b", {1: 1.1, 8: 2.6}))  # 64: one run only
+    text = {m.name: m.text for m in paired_visit_macros(frame, machine="h")}
+    assert text["VisitsPairedRuns"] == "2" and text["VisitsPairedWorstRatio"] == "1.30$\\times$"
+    assert text["VisitsPairedMedianRatio"] == "1.20$\\times$"  # the median of 1.1 and 1.3
+    unpaired = {m.name: m.text for m in paired_visit_macros(frame.assign(sequence=None), machine="h")}
+    assert unpaired["VisitsPairedRuns"] == "---"
+
+
+def test_the_interference_log_is_read_without_its_alone_row(tmp_path):
+    from crossover.paper.visits import interference_macros
+
+    log = tmp_path / "m" / "gpu" / "logs" / "interference.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("cuda=X rounds=5\n condition median_ms vs_alone\n alone 6.4 1.00x\n after_cpu 5.9 0.93x\n"
+                   " after_cpu_1thread 5.7 0.89x\n")
+    text = {m.name: m.text for m in interference_macros([tmp_path])}
+    assert (text["InterferenceLow"], text["InterferenceHigh"]) == ("0.89", "0.93")
+    assert {m.text for m in interference_macros([tmp_path / "m" / "gpu" / "logs" / "none"])} == {"---"}

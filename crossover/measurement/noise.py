@@ -28,10 +28,10 @@ import pandas as pd
 from .toy_step import Config, num_threads, make_step
 from ..results.statistics import is_drifted, quiet_level
 from .timer import TimerOptions, time_step
-from .noise_file import NOISE_FILE, read_noise  # re-exported: the reader lives apart, without torch
+from .noise_file import NOISE_FILE  # the reader (read_noise) lives there, without torch
 
 __all__ = ["Protocol", "SHORT_ROUNDS", "LEGACY", "DEFAULT_SIZES", "measure_window", "window_estimates",
-           "run_to_run", "noise_summary", "NOISE_FILE", "write_noise", "read_noise", "STATISTIC_NAMES", "spread",
+           "run_to_run", "noise_summary", "write_noise", "STATISTIC_NAMES", "spread",
            "DEFAULT_SPAN_S"]
 
 #: Eight sizes from launch-bound to compute-bound; the first is the drift reference (the anchor).

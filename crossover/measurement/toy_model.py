@@ -1,5 +1,5 @@
 """The toy model: a stack of residual MLP blocks (its exact cost counts live in
-:mod:`crossover.measurement.toy_counts`, without torch, and are re-exported here).
+:mod:`crossover.measurement.toy_counts`, without torch).
 
 Each block computes ``x + relu(x @ W.T)`` with ``W`` of shape ``(d_model, d_model)`` and no bias
 (``torch.nn.Linear(d_model, d_model, bias=False)``); see :mod:`crossover.measurement.toy_counts` for
@@ -14,21 +14,9 @@ import torch
 from torch import nn
 
 from ..axes import WORKLOADS
-from .toy_counts import (ACTIVATION_ACCESSES_PER_LAYER, _check_positive, forward_flops, param_count, step_bytes,
-                         step_flops, train_flops, work_per_step)
+from .toy_counts import _check_positive
 
-__all__ = [
-    "ResidualBlock",
-    "ResidualMLP",
-    "param_count",
-    "forward_flops",
-    "train_flops",
-    "step_flops",
-    "step_bytes",
-    "work_per_step",
-    "ACTIVATION_ACCESSES_PER_LAYER",
-    "WORKLOADS",
-]
+__all__ = ["ResidualBlock", "ResidualMLP", "WORKLOADS"]
 
 
 class ResidualBlock(nn.Module):

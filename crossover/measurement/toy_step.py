@@ -21,7 +21,8 @@ from .machine_load import LoadMonitor
 from ..errors import ConfigError
 from .environment import available_memory_bytes
 from ..axes import BYTES_PER_ELEMENT, DEVICES, DTYPES, MODES, REGIMES, TRANSFERS, WORKLOADS
-from .toy_model import ResidualMLP, param_count, step_bytes, step_flops
+from .toy_counts import param_count, step_bytes, step_flops
+from .toy_model import ResidualMLP
 from .timer import Timing, TimerOptions, time_step
 
 __all__ = [

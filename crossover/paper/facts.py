@@ -39,12 +39,20 @@ QUOTED = {
 }
 
 
+def _rows(frame, machine, device, *, mode="eager", **config) -> pd.DataFrame:
+    """The rows of ``machine``'s ``device`` in ``mode``, the baseline setting otherwise and ``config``
+    (a column the frame lacks is not filtered on)."""
+    rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == mode)]
+    for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"}, **config}.items():
+        if column in rows:
+            rows = rows[rows[column] == value]
+    return rows
+
+
 def _point(frame, machine, device, *, mode="eager", **config):
     """The measured point at ``config``; a size measured by several sweeps (the anchor in the batch
     and threads sweeps) gets their median, as the fits and figures take it."""
-    rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == mode)]
-    for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"}, **config}.items():
-        rows = rows[rows[column] == value]
+    rows = _rows(frame, machine, device, mode=mode, **config)
     if "threads" in rows and len(rows) > 1:  # the device's usual thread count, as baseline_rows keeps
         usual = rows["threads"].astype("float").fillna(-1).value_counts().idxmax()
         rows = rows[rows["threads"].astype("float").fillna(-1) == usual]
@@ -114,11 +122,7 @@ def thread_sweep_macros(frame: pd.DataFrame, roles: dict) -> list:
         if role not in roles:
             continue
         machine, device = roles[role]
-        rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == "eager")]
-        for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"},
-                              "d_model": ANCHOR["d_model"], "n_layers": ANCHOR["n_layers"]}.items():
-            if column in rows:
-                rows = rows[rows[column] == value]
+        rows = _rows(frame, machine, device, d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
         if "threads" not in rows or rows["threads"].nunique() < 2:
             continue
         usual = int(rows["threads"].value_counts().idxmax())
@@ -149,10 +153,7 @@ def _graph_outlier_macros(frame: pd.DataFrame, roles: dict) -> list:
     rows = None
     if "Cuda" in roles:
         machine, device = roles["Cuda"]
-        rows = frame[(frame["machine"] == machine) & (frame["device"] == device) & (frame["mode"] == "cudagraph")]
-        for column, value in {**{k: v for k, v in BASELINE.items() if k != "mode"},
-                              "d_model": ANCHOR["d_model"], "n_layers": ANCHOR["n_layers"]}.items():
-            rows = rows[rows[column] == value]
+        rows = _rows(frame, machine, device, mode="cudagraph", d_model=ANCHOR["d_model"], n_layers=ANCHOR["n_layers"])
     if rows is None or len(rows) < 3:
         return [Macro("GraphOutlier" + n, NA, "slowest CUDA-graph point of the batch sweep") for n in names]
     rows = rows.sort_values("batch_size")

@@ -39,7 +39,7 @@ from ..analysis.crossovers import curve_crossings
 from ..analysis.reference_study import (ANCHOR, BASELINE, N_BOOT, PAPER_STATISTIC, baseline_rows, fit_baseline,
                                         usual_threads)
 from ..results.statistics import STATISTICS
-from .latex import NA, Macro, _tt, format_interval, format_number, format_quantity
+from .latex import NA, Macro, _tt, and_list, format_interval, format_number, format_quantity
 
 from .coverage import CoverageRun, batch_text as _batch, coverage_macros
 
@@ -64,11 +64,6 @@ def _distribution_macros(prefix: str, dist, what: str) -> list:
         Macro(prefix + "Crossing", format_number(dist.n_crossing), f"{what}: rounds whose curves cross"),
         Macro(prefix + "RoundCount", format_number(dist.n_rounds), f"{what}: paired rounds"),
     ]
-
-
-def _and_list(parts: list) -> str:
-    """``["118", "99", "129"]`` -> ``118, 99 and 129``."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _fit_macros(prefix: str, fitted, dist, what: str) -> list:
@@ -196,7 +191,7 @@ def _machine_macros(suffix: str, roles: dict, everything: pd.DataFrame, rounds: 
         macros += _fit_macros(prefix + tag, fitted, dist, f"{what}, paired run {index + 1}")
     started = lambda d: str(everything.loc[everything["results_dir"] == d, "timestamp_utc"].dropna().min())  # noqa: E731
     medians = sorted((started(d), _batch(dist.median)) for d, dist in runs)
-    macros.append(Macro(prefix + "AllMedians", NA if not medians else _and_list([m for _, m in medians]),
+    macros.append(Macro(prefix + "AllMedians", NA if not medians else and_list(m for _, m in medians),
                         f"{what}: every paired run's median crossing, in the order measured"))
     directory = runs[0][0] if runs else None
     run = everything[everything["results_dir"] == directory] if directory else None

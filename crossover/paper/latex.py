@@ -18,7 +18,7 @@ import numpy as np
 
 from ..units import prefix_scale
 
-__all__ = ["Macro", "NA", "DASH", "MU", "PCT", "format_number", "format_quantity", "format_ratio", "format_interval",
+__all__ = ["Macro", "NA", "DASH", "MU", "PCT", "and_list", "format_number", "format_quantity", "format_ratio", "format_interval",
            "render", "write_files", "text_to_latex"]
 
 NA = "\\textit{n/a}"
@@ -38,6 +38,12 @@ class Macro:
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z]+", self.name):
             raise ValueError(f"LaTeX macro names are letters only, got {self.name!r}")
+
+
+def and_list(parts) -> str:
+    """``["118", "99", "129"]`` -> ``118, 99 and 129`` (one part: itself)."""
+    parts = list(parts)
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def format_number(x, sig: int = 3) -> str:

@@ -9,9 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .latex import DASH, Macro, format_number
+from .latex import DASH, Macro, and_list, format_number
 
-__all__ = ["visit_macros", "VISIT_MACHINE"]
+__all__ = ["visit_macros", "paired_visit_macros", "interference_macros", "VISIT_MACHINE", "INTERFERENCE_LOG"]
+
+#: The log of ``experiments/bench_interference.py`` shipped with a GPU run (a GPU step alone and after
+#: CPU work), found below the results directories.
+INTERFERENCE_LOG = "logs/interference.log"
 
 #: The machine kind whose visits the text compares (the one visited most).
 VISIT_MACHINE = "nvidia-h100-80gb-hbm3-16c"
@@ -21,8 +25,7 @@ _REFERENCE_MLP = "model/mlp/forward/1x512"  # the calibration's reference MLP, 5
 
 def _times_us(values) -> str:
     """``(7e-05, 0.000155, 8.3e-05)`` -> ``70, 155 and 83``."""
-    parts = [format_number(1e6 * v, 2) for v in values]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return and_list(format_number(1e6 * v, 2) for v in values)
 
 
 def _model_name(model: str, workload: str) -> str:
@@ -33,8 +36,8 @@ def _model_name(model: str, workload: str) -> str:
     return found[1].replace("$^\\ast$", "") if found else model.replace("_", " ")
 
 
-def _ratio_text(x) -> str:
-    return DASH if x is None or not np.isfinite(x) else format_number(x, 2) + "$\\times$"
+def _ratio_text(x, sig: int = 2) -> str:
+    return DASH if x is None or not np.isfinite(x) else format_number(x, sig) + "$\\times$"
 
 
 def visit_macros(points: pd.DataFrame, references: pd.DataFrame, machine: str = VISIT_MACHINE) -> list:
@@ -83,3 +86,49 @@ def visit_macros(points: pd.DataFrame, references: pd.DataFrame, machine: str = 
                Macro("VisitsMlpReference", ref_times or DASH,
                      f"{machine}: the calibration's reference MLP (512-256-256-10) at batch 1, same visits (µs)")]
     return macros
+
+
+def paired_visit_macros(everything: pd.DataFrame, machine: str = VISIT_MACHINE) -> list:
+    """The paired suite's eager GPU steps at the anchor's size (d_model, n_layers) on each of
+    ``machine``'s paired runs: per batch size measured in all of them, the slowest run's 10th percentile
+    over the fastest's; ``VisitsPairedRuns``, ``VisitsPairedMedianRatio`` and ``VisitsPairedWorstRatio``
+    (median and largest over batch sizes)."""
+    from ..analysis.reference_study import ANCHOR
+
+    names = ("Runs", "MedianRatio", "WorstRatio")
+    needed = {"machine", "device", "mode", "workload", "d_model", "n_layers", "sequence", "p10_s", "results_dir"}
+    if not needed <= set(everything.columns):
+        return [Macro("VisitsPaired" + n, DASH, f"{machine}: no paired runs") for n in names]
+    rows = everything[(everything["machine"] == machine) & (everything["device"].astype(str).str.startswith("cuda"))
+                      & (everything["mode"] == "eager") & (everything["workload"] == "forward")
+                      & (everything["d_model"] == ANCHOR["d_model"]) & (everything["n_layers"] == ANCHOR["n_layers"])
+                      & everything["sequence"].notna()]
+    table = rows.groupby(["results_dir", "batch_size"])["p10_s"].median().unstack(0).dropna()
+    if table.shape[1] < 2 or table.empty:
+        return [Macro("VisitsPaired" + n, DASH, f"{machine}: fewer than two paired runs") for n in names]
+    ratio = table.max(axis=1) / table.min(axis=1)
+    what = f"{machine}: paired suite's eager GPU steps at the anchor's size between its paired runs"
+    return [Macro("VisitsPairedRuns", str(table.shape[1]), f"{what}: runs"),
+            Macro("VisitsPairedMedianRatio", _ratio_text(float(ratio.median()), 3), f"{what}: median over batch sizes"),
+            Macro("VisitsPairedWorstRatio", _ratio_text(float(ratio.max()), 3), f"{what}: largest")]
+
+
+def interference_macros(results) -> list:
+    """From the first :data:`INTERFERENCE_LOG` below ``results``: a GPU step after CPU work over its time
+    alone, ``InterferenceLow`` and ``InterferenceHigh`` (the smallest and largest of the conditions the
+    log's ``vs_alone`` column gives, ``alone`` itself left out)."""
+    from ..results.side_files import side_files
+
+    for path in side_files(results, INTERFERENCE_LOG):
+        ratios = []
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] != "alone" and parts[-1].endswith("x"):
+                try:
+                    ratios.append(float(parts[-1][:-1]))
+                except ValueError:
+                    continue
+        if ratios:
+            return [Macro("InterferenceLow", format_number(min(ratios), 2), f"{path}: a GPU step after CPU work / alone, lowest"),
+                    Macro("InterferenceHigh", format_number(max(ratios), 2), f"{path}: highest")]
+    return [Macro("InterferenceLow", DASH, "no interference log"), Macro("InterferenceHigh", DASH, "no interference log")]
