@@ -268,3 +268,15 @@ def test_sizes_between_integers_are_interpolated_between_the_integers_around_the
         assert np.all(np.isfinite(values))
     with pytest.raises(ValueError, match="at least 1"):
         toy_parts(profile, 64, 4, 0.5)
+
+
+def test_a_batch_just_below_a_rounded_geometric_knot_is_costed_between_integers():
+    # The knot after 32 * 2**(12/8) rounds up to 99, above 98.97: the size must still get its parts
+    # (it once got none: zero parts, a NaN step, a crossover search pinned at 99).
+    profile = two_speed_profile()
+    below, at = toy_parts(profile, 16, 4, 98.97), toy_parts(profile, 16, 4, 98.0)
+    above = toy_parts(profile, 16, 4, 108.0)  # the next knot
+    for name in below:
+        assert float(at[name]) > 0
+        low, high = sorted((float(at[name]), float(above[name])))
+        assert low <= float(below[name]) <= high

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.fit import all_series, series_fit
+from crossover.fit import all_series, validation
 from crossover.fit.all_series import fit_results, fitting_pool
 
 
@@ -42,7 +42,7 @@ def assert_same_fits(a, b):
 @pytest.fixture(autouse=True)
 def no_cache(monkeypatch):
     monkeypatch.setenv("CROSSOVER_NO_CACHE", "1")
-    monkeypatch.setattr(series_fit, "_HELD_OUT", {})  # each run cross-validates afresh
+    monkeypatch.setattr(validation, "_HELD_OUT", {})  # each run cross-validates afresh
 
 
 def test_parallel_fits_are_the_serial_fits(monkeypatch):
@@ -70,3 +70,34 @@ def test_fits_in_a_pool_block_use_its_pool(monkeypatch):
     assert_same_fits(fits, fits_again)
     with fitting_pool(1) as none:  # one process: no pool, the fits are made here
         assert none is None
+
+
+def rounds_frame():
+    # six rounds of each point, a slow spell in round 3: the rounds bootstrap resamples whole rounds
+    out = []
+    for row in frame().to_dict("records"):
+        raw = np.asarray(row["raw_times_s"])
+        rounds = tuple((r, tuple(raw * (1.15 if r == 3 else 1.0 + 0.01 * r))) for r in range(6))
+        out.append(dict(row, round_raw_s=rounds))
+    return pd.DataFrame(out)
+
+
+def test_rounds_refits_shared_out_give_the_serial_draws(monkeypatch):
+    monkeypatch.setattr(all_series, "REFITS_PER_TASK", 4)  # 10 resamples: pieces of 4, 4 and 2
+    options = dict(models=["affine", "roofline"], n_boot=10, bootstrap="rounds")
+    parallel = fit_results(rounds_frame(), jobs=2, **options)
+    serial = fit_results(rounds_frame(), jobs=1, **options)
+    assert_same_fits(parallel, serial)
+    for fit in parallel.values():
+        assert fit.bootstrap == "rounds" and fit.draws.shape == (10, len(fit.params)) and fit.pending_refits is None
+        assert np.ptp(fit.draws, axis=0).max() > 0  # resamples that differ: the pieces' order matters
+
+
+def test_finished_refits_are_stored_in_the_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("CROSSOVER_NO_CACHE")
+    monkeypatch.setenv("CROSSOVER_CACHE_DIR", str(tmp_path))
+    options = dict(models=["affine", "roofline"], n_boot=10, bootstrap="rounds")
+    parallel = fit_results(rounds_frame(), jobs=2, **options)
+    monkeypatch.setattr(all_series, "_fit_in_parallel", None)  # a second call must find every fit in the cache
+    again = fit_results(rounds_frame(), jobs=2, **options)
+    assert_same_fits(parallel, again)

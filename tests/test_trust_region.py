@@ -7,6 +7,7 @@ from scipy import optimize
 
 from crossover.fit import latency_models as LM
 from crossover.fit import trust_region as TR
+from crossover.fit import validation
 from crossover.fit.validation import check_frame, frame_features
 
 #: Every field of scipy's result the port returns.
@@ -96,7 +97,7 @@ def test_a_series_fit_is_the_same_with_scipys_solver(monkeypatch):
     frame = series_rows()
     ours = series_fit.fit_series(frame, ["roofline", "roofline+cache"], n_boot=8, cache=False, bootstrap="residuals")
     monkeypatch.setattr(LM, "least_squares", optimize.least_squares)
-    monkeypatch.setattr(series_fit, "_HELD_OUT", {})  # cross-validated again, not taken from the first fit
+    monkeypatch.setattr(validation, "_HELD_OUT", {})  # cross-validated again, not taken from the first fit
     theirs = series_fit.fit_series(frame, ["roofline", "roofline+cache"], n_boot=8, cache=False, bootstrap="residuals")
     assert ours.model == theirs.model
     assert ours.params.tobytes() == theirs.params.tobytes() and ours.draws.tobytes() == theirs.draws.tobytes()

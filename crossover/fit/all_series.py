@@ -16,6 +16,7 @@ import inspect
 from concurrent.futures import ProcessPoolExecutor
 from typing import Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import cache as fit_cache
@@ -25,7 +26,7 @@ from ..results.statistics import DEFAULT_STATISTIC
 from .series_fit import Fits, _labels, _series_key, fit_costs, fit_series, series_id, series_seed
 from .validation import check_frame
 
-__all__ = ["fit_results", "default_jobs", "fitting_pool"]
+__all__ = ["fit_results", "default_jobs", "fitting_pool", "finish_refits", "REFITS_PER_TASK"]
 
 
 def default_jobs() -> int:
@@ -89,9 +90,31 @@ def _on_fit(bar, label, rows, models, planning, later):
     return on_fit
 
 
+#: Bootstrap resamples refitted in one task of the pool: four tasks for the default 100, so one long
+#: series' refits are shared out among the processes instead of keeping one busy alone at the end.
+REFITS_PER_TASK = 25
+
+
 def _fit_one(task):
     rows, models, label, seed, options = task
     return fit_series(rows, models, label=label, seed=seed, **options)
+
+
+def _refit(refits):
+    return refits.run()
+
+
+def finish_refits(fit, draws):
+    """``fit`` (of :func:`crossover.fit.series_fit.fit_series` with ``defer_refits=True``) with the
+    ``draws`` its pending refits gave (their :meth:`crossover.fit.bootstrap.Refits.run`, in order), stored
+    in the fit cache."""
+    refits, key = fit.pending_refits
+    if len(draws) != len(refits.latencies):
+        raise AnalysisError(f"{fit.label}: {len(draws)} bootstrap draws for {len(refits.latencies)} resamples")
+    fit.draws, fit.pending_refits = np.asarray(draws), None
+    if key:
+        fit_cache.store(key, fit)
+    return fit
 
 
 def _fit_in_parallel(fits, todo, cached, missing, models, seed, options, bar, plans, planning, jobs) -> None:
@@ -100,14 +123,36 @@ def _fit_in_parallel(fits, todo, cached, missing, models, seed, options, bar, pl
 
     The series start longest first (by their planned fits, :func:`fit_costs`): a long series started
     last keeps one process busy alone at the end (on two cores, the H100's host series, started third,
-    made cold ``predict`` 0.2 s slower)."""
+    made cold ``predict`` 0.2 s slower). A series bootstrapped over rounds comes back with its resamples
+    drawn (``defer_refits``); their refits go to the pool in tasks of :data:`REFITS_PER_TASK`, after the
+    series not yet started, and the draws are the same as one process's."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     planned = dict(zip([label for label, _ in todo], plans)) if plans else {}
     cost = {label: sum(planned[label] if label in planned else fit_costs(rows, models, **planning))
             for label, rows in missing}
     order = sorted(missing, key=lambda item: -cost[item[0]])
-    tasks = [(rows, models, label, series_seed(label, seed), options) for label, rows in order]
-    with fitting_pool(min(jobs, len(tasks))) as pool:  # the enclosing block's pool, else one for these
-        done = dict(zip([label for label, _ in order], pool.map(_fit_one, tasks)))
+    deferred = dict(options, defer_refits=True)
+    with fitting_pool(min(jobs, len(order))) as pool:  # the enclosing block's pool, else one for these
+        running = {pool.submit(_fit_one, (rows, models, label, series_seed(label, seed), deferred)): (label, None)
+                   for label, rows in order}
+        done, pieces = {}, {}
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                label, index = running.pop(future)
+                if index is None:  # a series fitted: its refits still to make, or none
+                    fit = future.result()
+                    if fit.pending_refits is None:
+                        done[label] = fit
+                        continue
+                    done[label], parts = fit, fit.pending_refits[0].pieces(REFITS_PER_TASK)
+                    pieces[label] = [None] * len(parts)
+                    running.update({pool.submit(_refit, part): (label, i) for i, part in enumerate(parts)})
+                else:
+                    pieces[label][index] = future.result()
+                    if all(piece is not None for piece in pieces[label]):
+                        finish_refits(done[label], np.concatenate(pieces.pop(label)))
     for i, (label, _) in enumerate(todo):
         fits[label] = cached.get(label) or done[label]
         if bar is not None:

@@ -3,13 +3,15 @@ resamples and why): draws of the parameters, one refit per resample."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 import pandas as pd
 
 from .latency_models import evaluate, fit_parameters
 
-__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "weighted_quantile", "resolve_bootstrap", "series_rounds", "BOOTSTRAPS",
-           "DEFAULT_BOOTSTRAP", "MIN_BOOTSTRAP_ROUNDS"]
+__all__ = ["bootstrap_draws", "raw_samples", "round_draws", "round_latencies", "Refits", "weighted_quantile",
+           "resolve_bootstrap", "series_rounds", "BOOTSTRAPS", "DEFAULT_BOOTSTRAP", "MIN_BOOTSTRAP_ROUNDS", "REFIT_TOL"]
 
 #: What a bootstrap resamples: the fit's log residuals, each point's repeats, or whole rounds; ``auto``
 #: (the default): whole rounds where the series was measured in at least :data:`MIN_BOOTSTRAP_ROUNDS`
@@ -18,6 +20,12 @@ BOOTSTRAPS = ("auto", "residuals", "repeats", "rounds")
 DEFAULT_BOOTSTRAP = "auto"
 #: Rounds a series needs for ``auto`` to resample them: 6 rounds give 462 distinct resamples.
 MIN_BOOTSTRAP_ROUNDS = 6
+#: Where a bootstrap's refits stop (:func:`crossover.fit.latency_models.fit_parameters`' ``tol``; the fit
+#: itself stops at 1e-6). A draw is one Monte Carlo sample: on the shipped data 1e-5 moved the crossovers'
+#: interval ends by at most 0.1%, another seed moves them by up to 1.5%, and the refits cost a fifth
+#: less (the H100 host's weakly identified ones crawl along a flat valley at 1e-6). 1e-4 stopped some of
+#: those refits early enough to narrow an interval by 2.2%.
+REFIT_TOL = 1e-5
 
 
 def series_rounds(frame: pd.DataFrame) -> int:
@@ -65,7 +73,7 @@ def bootstrap_draws(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, l
         residuals = residuals - np.median(residuals)  # the robust fit centres the median, not the mean
 
         def refit(resampled):
-            phi = np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale, peaks))
+            phi = np.log(fit_parameters(model, X, fitted * np.exp(resampled), [theta], loss, f_scale, peaks, REFIT_TOL))
             on_refit()
             return phi
 
@@ -73,7 +81,7 @@ def bootstrap_draws(model, theta, frame, X, t, bootstrap, quantile, *, n_boot, l
     else:
         def refit(*samples):
             latencies = np.array([np.quantile(s, quantile) for s in samples])
-            phi = np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale, peaks))
+            phi = np.log(fit_parameters(model, X, latencies, [theta], loss, f_scale, peaks, REFIT_TOL))
             on_refit()
             return phi
 
@@ -93,11 +101,27 @@ def round_draws(model, theta, frame, X, t, quantile, *, n_boot, rng, loss, f_sca
     residuals' bootstrap treats those moves as independent, and its intervals are too narrow (the
     paper's issue #32: 4 of 6 measured crossings outside their fitted intervals).
 
+    :func:`round_latencies` then :func:`Refits.run`: the resamples' latencies are drawn first, so their
+    refits can be made in pieces, in other processes (:func:`crossover.fit.all_series.fit_results`).
+
     Raises
     ------
     AnalysisError
         The points carry no rounds (``load_results(..., raw=True)`` keeps ``round_raw_s``), or the
         series has fewer than two rounds.
+    """
+    latencies = round_latencies(frame, t, quantile, n_boot=n_boot, rng=rng)
+    return Refits(model, theta, X, latencies, loss, f_scale, peaks).run(on_refit=on_refit)
+
+
+def round_latencies(frame, t, quantile, *, n_boot, rng) -> np.ndarray:
+    """Each resample's latencies (n_boot, n_points) of :func:`round_draws`: the rounds every resample
+    draws, and every point's ``quantile`` of its repeats in them.
+
+    Raises
+    ------
+    AnalysisError
+        As :func:`round_draws`.
     """
     from ..errors import AnalysisError
 
@@ -123,11 +147,39 @@ def round_draws(model, theta, frame, X, t, quantile, *, n_boot, rng, loss, f_sca
         order = np.argsort(values, kind="stable")
         drawn = weighted_quantile(values[order], counts[:, owner[order]], quantile)
         latencies[:, j] = np.where(np.isnan(drawn), latency, factor * drawn)
-    draws = []
-    for k in range(n_boot):
-        draws.append(fit_parameters(model, X, latencies[k], [theta], loss, f_scale, peaks))
-        on_refit()
-    return np.asarray(draws)
+    return latencies
+
+
+@dataclass
+class Refits:
+    """The refits of a bootstrap whose resamples are drawn: ``model`` refitted from ``theta`` on the
+    points ``X`` once per row of ``latencies`` (see :func:`crossover.fit.latency_models.fit_parameters`).
+    Each refit depends on its row alone, so the rows can be refitted in pieces (:meth:`pieces`), in any
+    process, and give the same draws."""
+
+    model: str
+    theta: np.ndarray
+    X: object
+    latencies: np.ndarray  # (n_boot, n_points)
+    loss: str
+    f_scale: float
+    peaks: object = None
+
+    def run(self, on_refit=None) -> np.ndarray:
+        """The draws (n_rows, n_params): one refit per row; ``on_refit()`` after each."""
+        draws = []
+        for row in self.latencies:
+            draws.append(fit_parameters(self.model, self.X, row, [self.theta], self.loss, self.f_scale, self.peaks,
+                                        REFIT_TOL))
+            if on_refit is not None:
+                on_refit()
+        return np.asarray(draws).reshape(len(self.latencies), len(self.theta))
+
+    def pieces(self, rows_each: int) -> list:
+        """The same refits as :class:`Refits` of ``rows_each`` rows each (the last may hold fewer), in order:
+        their :meth:`run` draws stacked are this one's."""
+        return [replace(self, latencies=self.latencies[i:i + rows_each])
+                for i in range(0, len(self.latencies), rows_each)]
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, quantile: float) -> np.ndarray:

@@ -144,7 +144,7 @@ def _batch_knots(B: np.ndarray) -> tuple:
     lower = np.where(geometric, np.round(EXACT_BATCH_MAX * 2 ** (np.floor(k) / KNOTS_PER_OCTAVE)), np.floor(B))
     upper = np.where(geometric, np.round(EXACT_BATCH_MAX * 2 ** ((np.floor(k) + 1) / KNOTS_PER_OCTAVE)),
                      np.floor(B) + 1)
-    lower = np.minimum(lower, B)  # rounding never puts the lower knot above the size
+    lower = np.minimum(lower, np.floor(B))  # rounding never puts the lower knot above the size: an integer below
     upper = np.maximum(upper, lower + 1)
     return lower, upper, np.clip((B - lower) / (upper - lower), 0.0, 1.0)
 

@@ -463,15 +463,17 @@ def initial_guesses(model, X, t):
 
 def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Optional[Sequence] = None,
                    loss: str = "soft_l1", f_scale: float = 0.1,
-                   peaks: Optional[Mapping[str, float]] = None) -> np.ndarray:
+                   peaks: Optional[Mapping[str, float]] = None, tol: float = 1e-6) -> np.ndarray:
     """Least-squares parameters (SI) of ``model`` on points ``X`` (see :func:`features`) timed ``t``.
 
     Minimises the robust ``loss`` of the log residuals within the bounds of :data:`PARAMS`, lowered
     to the device's ``peaks`` where given (:func:`upper_bounds`: no fitted rate above what the device
     can do), by scipy's least squares (:func:`crossover.fit.trust_region.least_squares`) on
     log-parameters, from each of ``starts`` (default: a few guesses from the data's scale); the best
-    optimum wins. A looser tolerance than 1e-6 was tried for the refits: it changed which model grouped
-    CV chose for the H100 host's series.
+    optimum wins, within ``tol`` (the relative change of the cost and of the log-parameters at which a
+    fit stops). A looser tolerance than 1e-6 was tried for every fit: it changed which model grouped CV
+    chose for the H100 host's series; a bootstrap's refits use
+    :data:`crossover.fit.bootstrap.REFIT_TOL`.
     """
     names = model_parameters(model)
     upper = upper_bounds(model, peaks)
@@ -489,7 +491,7 @@ def fit_parameters(model: str, X: SimpleNamespace, t: np.ndarray, starts: Option
     for start in initial_guesses(model, X, t) if starts is None else starts:
         x0 = np.clip(np.log(start), lo + 1e-6, hi - 1e-6)
         result = least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), loss=loss, f_scale=f_scale,
-                               ftol=1e-6, xtol=1e-6, max_nfev=100 * len(names))
+                               ftol=tol, xtol=tol, max_nfev=100 * len(names))
         if best is None or result.cost < best.cost:
             best = result
     return np.exp(best.x)

@@ -32,7 +32,6 @@ same rows of a series on the same statistic quotes the same interval.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -47,11 +46,11 @@ from ..errors import AnalysisError
 from .latency_models import (AXES, CALIBRATED_MODELS, MODELS, PARAMS, default_models, evaluate, features,
                              fit_parameters, model_parameters, upper_bounds)
 from .latency_models import initial_guesses  # how many starts a fit tries: its cost, for the ETA
-from .bootstrap import BOOTSTRAPS, DEFAULT_BOOTSTRAP, bootstrap_draws, resolve_bootstrap
+from .bootstrap import BOOTSTRAPS, DEFAULT_BOOTSTRAP, Refits, bootstrap_draws, resolve_bootstrap, round_latencies
 from ..results.statistics import DEFAULT_STATISTIC, statistic_named
 from .validation import (SERIES_KEYS, candidate_models, check_frame, cv_folds, cv_summary, frame_features,
-                         held_out_predictions, heldout_predictions, interior_log_errors,
-                         leave_one_out_log_errors, model_features, selection_score, split_heldout)
+                         heldout_predictions, interior_log_errors, leave_one_out_log_errors, model_features,
+                         remembered_held_out_predictions, selection_score, split_heldout)
 
 __all__ = ["SERIES_KEYS", "SeriesFit", "Fits", "fit_series", "one_row_per_size", "series_seed",
            "series_id", "fit_costs"]
@@ -154,6 +153,9 @@ class SeriesFit:
     heldout: pd.DataFrame = field(default_factory=pd.DataFrame)  # predictions of held-out sizes (never fitted)
     peaks: dict = field(default_factory=dict)  # the device's peaks that bounded the fit (crossover.fit.peaks)
     calibration: Optional[object] = None  # the Profile the "calibrated" model costs steps on (crossover.fit.calibrated_model)
+    # (Refits, cache key) of a fit whose rounds bootstrap is drawn but not refitted (fit_series(...,
+    # defer_refits=True)): draws is None until finish_refits
+    pending_refits: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     def latency_s(self, d_model, n_layers, batch_size, draws: bool = False, theta=None) -> np.ndarray:
         """Predicted seconds per step; with ``draws=True`` one row per bootstrap draw.
@@ -244,7 +246,8 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
                f_scale: float = 0.1, max_held_out_fraction: float = 0.5,
                label: Optional[str] = None, bootstrap: str = DEFAULT_BOOTSTRAP,
                statistic: str = DEFAULT_STATISTIC, cache: bool = True, on_fit=None,
-               peaks="auto", calibration="auto", only_cached: bool = False) -> Optional[SeriesFit]:
+               peaks="auto", calibration="auto", only_cached: bool = False,
+               defer_refits: bool = False) -> Optional[SeriesFit]:
     """Fit one series: cross-validate each model, keep the best, bootstrap its parameters.
 
     A fit is computed once and reused (:mod:`crossover.fit.cache`): the same rows, options and
@@ -304,6 +307,12 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
         Kept as ``SeriesFit.calibration``.
     only_cached : bool
         Return the fit only if the cache holds it, else None (nothing is fitted).
+    defer_refits : bool
+        With the ``rounds`` bootstrap, draw the resamples but leave their refits undone: the fit comes
+        back without ``draws`` and with ``pending_refits``, whose refits can be made in pieces in other
+        processes, then handed to :func:`crossover.fit.all_series.finish_refits` (which stores the fit in
+        the cache). The draws
+        are the same as without. Not part of the cache key.
 
     Returns
     -------
@@ -339,9 +348,11 @@ def fit_series(frame: pd.DataFrame, models: Optional[Sequence[str]] = None, *, a
     if fit is None and only_cached:
         return None
     if fit is None:
-        fit = _fit_series(frame, keys, **options, on_fit=on_fit,
+        fit = _fit_series(frame, keys, **options, on_fit=on_fit, defer_refits=defer_refits,
                           calibration=calibration if set(CALIBRATED_MODELS) & set(models) else None)
-        if key:
+        if fit.pending_refits is not None:
+            fit.pending_refits = (fit.pending_refits, key)
+        elif key:
             fit_cache.store(key, fit)
     fit.peaks = dict(peaks or {})
     fit.heldout = heldout_predictions(fit, one_row_per_size(heldout) if len(heldout) else heldout)
@@ -402,12 +413,12 @@ def impossible_parameters(model: str, theta, peaks: Optional[dict]) -> list:
 
 
 def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale, max_held_out_fraction, label,
-                bootstrap, statistic, peaks, on_fit=None, calibration=None) -> SeriesFit:
+                bootstrap, statistic, peaks, on_fit=None, calibration=None, defer_refits=False) -> SeriesFit:
     """:func:`fit_series` on checked rows, one per size, without the cache."""
     t = frame["latency_s"].to_numpy()
     tell = on_fit or (lambda stage, model: None)
     deviations = frame["latency_deviation"].dropna()
-    predictions = [_held_out(frame, m, axes, loss=loss, f_scale=f_scale, max_held_out_fraction=max_held_out_fraction,
+    predictions = [remembered_held_out_predictions(frame, m, axes, loss=loss, f_scale=f_scale, max_held_out_fraction=max_held_out_fraction,
                              peaks=peaks, on_fit=lambda m=m: tell("cv", m), calibration=calibration) for m in models]
     cv = cv_summary(pd.concat(predictions + [pd.DataFrame()]))
     scores = {m: selection_score(cv, m) for m in models}
@@ -425,46 +436,22 @@ def _fit_series(frame, keys, *, models, axes, n_boot, level, seed, loss, f_scale
     log_errors = np.concatenate([leave_one_out_log_errors(model, X, t, theta, loss=loss, f_scale=f_scale, peaks=peaks,
                                                           on_fit=lambda: tell("loo", model)),
                                  interior_log_errors(predictions[list(models).index(model)])])
-    draws = None
+    draws = pending = None
     if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        draws = bootstrap_draws(model, theta, frame, X, t, bootstrap, statistic_named(statistic).quantile,
-                                n_boot=n_boot, level=level, rng=rng, loss=loss, f_scale=f_scale, peaks=peaks,
-                                on_refit=lambda: tell("bootstrap", model))
-    return SeriesFit(key=keys, label=label, model=model,
+        rng, quantile = np.random.default_rng(seed), statistic_named(statistic).quantile
+        if defer_refits and bootstrap == "rounds":
+            pending = Refits(model, theta, X, round_latencies(frame, t, quantile, n_boot=n_boot, rng=rng), loss, f_scale,
+                             peaks)
+        else:
+            draws = bootstrap_draws(model, theta, frame, X, t, bootstrap, quantile, n_boot=n_boot, level=level, rng=rng,
+                                    loss=loss, f_scale=f_scale, peaks=peaks, on_refit=lambda: tell("bootstrap", model))
+    return SeriesFit(pending_refits=pending, key=keys, label=label, model=model,
                      params=theta, draws=draws, level=level, workload=keys["workload"],
                      bytes_per_element=BYTES_PER_ELEMENT.get(keys["dtype"], 4), bootstrap=bootstrap,
                      noise_floor_pct=100 * float(deviations.mean()) if len(deviations) else np.nan,
                      noise_floor_points=len(deviations), statistic=statistic,
                      points=frame[list(AXES) + ["latency_s"]].reset_index(drop=True), cv=cv,
                      cv_log_errors=log_errors, calibration=calibration if model in CALIBRATED_MODELS else None)
-
-
-#: Cross-validations made in this process (:func:`_held_out`): key -> (predictions, folds fitted).
-_HELD_OUT: dict = {}
-_HELD_OUT_MAX = 256
-
-
-def _held_out(frame, model, axes, *, calibration, on_fit, **options) -> pd.DataFrame:
-    """:func:`crossover.fit.validation.held_out_predictions`, made once per process for the same rows,
-    model and options: the paper's numbers fit each series again with more candidates (the ``gemm``
-    models), whose grouped CV of the others is the same. ``on_fit()`` still runs once per fold."""
-    columns = [c for c in (*AXES, "latency_s", "workload", "dtype", "sweep") if c in frame]
-    key = hashlib.sha256(repr((model, tuple(axes), sorted(options.items(), key=repr),
-                               profile_digest(calibration) if model in CALIBRATED_MODELS else "")).encode()
-                         + frame[columns].to_csv().encode()).hexdigest()
-    if key not in _HELD_OUT:
-        folds = []
-        predictions = held_out_predictions(frame, model, axes, calibration=calibration,
-                                           on_fit=lambda: (folds.append(1), on_fit()), **options)
-        if len(_HELD_OUT) >= _HELD_OUT_MAX:
-            _HELD_OUT.clear()
-        _HELD_OUT[key] = predictions, len(folds)
-        return predictions.copy()
-    predictions, n_folds = _HELD_OUT[key]
-    for _ in range(n_folds):
-        on_fit()
-    return predictions.copy()
 
 
 class Fits(dict):
