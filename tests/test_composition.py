@@ -86,6 +86,30 @@ def test_native_convolutions_use_the_native_grid():
     assert op_cost(gpu, small).device_s == pytest.approx(2e-9 * 256 * kn)  # oneDNN or not is a CPU choice
 
 
+def test_a_native_grid_is_continued_below_its_fewest_pixels_and_onednns_is_clamped():
+    # t = 1 ns · m^0.5 · kn on rows m = 256 and 1024: a 1-D convolution of 128 steps (m = 128) is read off the
+    # power law of the native grid's first rows; oneDNN's grid keeps its first row's time (a fixed cost)
+    m_rows, kn = (256.0, 1024.0), (1.0, 2.0**30)
+    power = Grid(m_rows, kn, tuple(tuple(1e-9 * m ** 0.5 * k for k in kn) for m in m_rows))
+    base = synthetic_profile(dispatch_s=1 * US)
+    p = Profile(**{**base.__dict__, "grids": dict(base.grids, **{"conv@16": power, "conv_native@16": power}),
+                   "threads": 2})
+
+    def cost(batch):
+        conv = nn.Conv1d(32, 64, 5, padding=2)
+        [row] = [r for r in trace_module(conv, torch.empty(batch, 32, 128, device="meta"), "forward").to_dict("records")
+                 if r["kind"] == "conv"]
+        return conv_backend(row, 2), op_cost(p, row).host_s
+
+    kn_row = 32 * 5 * 64
+    assert cost(1) == ("native", pytest.approx(1e-9 * 128 ** 0.5 * kn_row))
+    assert cost(2) == ("mkldnn", pytest.approx(1e-9 * 256 ** 0.5 * kn_row))  # m = 256: on the grid
+    [one] = [r for r in trace_module(nn.Conv1d(32, 64, 5, padding=2), torch.empty(1, 32, 100, device="meta"),
+                                     "forward").to_dict("records") if r["kind"] == "conv"]
+    clamped = Profile(**{**p.__dict__, "grids": dict(base.grids, **{"conv@16": power})})  # no native grid: oneDNN's
+    assert op_cost(clamped, one).host_s == pytest.approx(1e-9 * 256 ** 0.5 * kn_row)
+
+
 def test_convolutions_interpolate_between_calibrated_image_sides():
     base = synthetic_profile(dispatch_s=1 * US)
     p = Profile(**{**base.__dict__, "grids": dict(base.grids, **{"conv@16": _flat(1e-3), "conv@32": _flat(4e-3)})})
