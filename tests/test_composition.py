@@ -4,6 +4,7 @@ being warm, and the composition factors fitted on the reference models."""
 
 import dataclasses
 import math
+import re
 
 import pytest
 import torch
@@ -12,9 +13,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from crossover.opcost.calibrate import _without_page_faults, measure_calibration
 from crossover.opcost.composition import with_composition
-from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, output_bytes
+from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, fresh_buffers, output_bytes
 from crossover.opcost.module_predict import predict_module, step_prediction, trace_step
-from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, op_cost
+from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, onednn_buffers, op_cost
 from crossover.opcost.profiles import Grid, Profile, load_profile, synthetic_profile, write_profile
 from crossover.opcost.trace import trace_module
 
@@ -272,3 +273,46 @@ def test_the_encoder_layers_trace_holds_the_ops_a_real_step_runs(workload):
     heavy = {"aten::addmm", "aten::mm", "aten::bmm", "aten::_transformer_encoder_layer_fwd",
              "aten::_native_multi_head_attention", "aten::native_layer_norm"}
     assert traced & heavy <= ran, sorted((traced & heavy) - ran)  # every costly op traced is one that ran
+
+
+_VERBOSE_CONVS = """
+import torch
+torch.set_num_threads(2)
+with torch.no_grad():
+    for c_in, groups, side in ((3, 1, 32), (16, 16, 32), (32, 1, 8)):
+        x = torch.randn(64, c_in, side, side)
+        torch.nn.functional.conv2d(x, torch.randn(16 if groups == 1 else c_in, c_in // groups, 3, 3), None, 1, 1, 1, groups)
+        print("conv done", flush=True)
+"""
+
+
+@needs_onednn
+def test_onednn_buffers_are_the_reorders_onednn_reports():
+    # ONEDNN_VERBOSE lists every reorder a convolution makes: the input's into blocks (absent for a first
+    # layer of fewer than 16 channels) and the blocked output's back into the plain layout
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _VERBOSE_CONVS], env=dict(__import__("os").environ, ONEDNN_VERBOSE="1"),
+                         capture_output=True, text=True, timeout=120, check=True)
+    calls = run.stdout.split("conv done")[:3]
+    if not any("onednn_verbose" in c for c in calls):
+        pytest.skip("this oneDNN prints no verbose lines")
+    for (c_in, groups, side), lines in zip(((3, 1, 32), (16, 16, 32), (32, 1, 8)), calls):
+        execs = [line.split(",") for line in lines.splitlines() if ",exec," in line]
+        activation_reorders = [e for e in execs if e[5] == "reorder" and re.search(r"aBcd\d+b", ",".join(e))]  # not weights
+        rows = trace_module(nn.Conv2d(c_in, 16 if groups == 1 else c_in, 3, padding=1, groups=groups),
+                            torch.empty(64, c_in, side, side, device="meta"), "forward").to_dict("records")
+        [row] = [r for r in rows if r["kind"] == "conv"]
+        assert len(onednn_buffers(row, 2)) == len(activation_reorders), (c_in, groups, activation_reorders)
+
+
+def test_the_calibration_counts_a_primitives_onednn_buffers_as_a_model_does():
+    out = 4.0 * 64 * 16 * 32 * 32
+    assert fresh_buffers("conv_depthwise", "conv_depthwise", 0, (64, 16, 32, 32)) == [out, out, out]
+    assert fresh_buffers("conv", "conv2d", 0, (64, 3, 16, 3, 32)) == [out, out]  # a first layer: plain input
+    assert fresh_buffers("conv", "conv2d", 0, (64, 16, 16, 3, 32)) == [out, out, out]
+    assert fresh_buffers("conv", "conv2d_native", 0, (1, 16, 16, 3, 32)) == [out / 64]
+    big = dict(family="conv_depthwise", name="conv_depthwise", n=0, shape="512x16x32x32")  # 32 MiB each
+    assert _without_page_faults({"k": (40e-3, 0.1, big)}, fresh_byte_s=0.1e-9)["k"][0] == pytest.approx(
+        40e-3 - 3 * 2**25 * 0.1e-9)

@@ -52,7 +52,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
-                               SYNCED_MODEL, make_step, output_bytes, points, private_cache_bytes, reference_point)
+                               SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -341,15 +341,17 @@ def _shape(row) -> tuple:
 
 
 def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
-    """``by_point`` with the page faults of each primitive's fresh output (32 MiB or more) taken out of
-    its time: a prediction adds them for the outputs a model allocates, not for in-place ops."""
+    """``by_point`` with the page faults of each primitive's fresh buffers (32 MiB or more: its output,
+    a oneDNN convolution's blocked copies, :func:`crossover.opcost.calibration_plan.fresh_buffers`) taken
+    out of its time: a prediction adds them for the buffers a model allocates, not for in-place ops."""
     from .op_costs import FRESH_MIN_BYTES
 
     out = {}
     for key, (seconds, spread, row) in by_point.items():
         shape = _shape(row)
-        fresh = output_bytes(row["family"], row["name"], int(row.get("n") or 0), shape)
-        if fresh >= FRESH_MIN_BYTES and math.isfinite(seconds):
+        buffers = fresh_buffers(row["family"], row["name"], int(row.get("n") or 0), shape)
+        fresh = sum(b for b in buffers if b >= FRESH_MIN_BYTES)
+        if fresh and math.isfinite(seconds):
             seconds = max(seconds - fresh * fresh_byte_s, 0.1 * seconds)  # never below a tenth
         out[key] = (seconds, spread, row)
     return out

@@ -27,7 +27,7 @@ from ..measurement.timer import TimerOptions
 from .layer_primitives import LAYER_FAMILIES, layer_step
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
-           "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes",
+           "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
            "REFERENCE_MODELS", "reference_model"]
 
 #: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
@@ -206,6 +206,25 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
         batch, c_in, c_out, _, size = shape
         return 4.0 * batch * (c_out if family == "conv" else c_in) * size * size
     return 0.0
+
+
+def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
+    """Bytes of each buffer one call of the primitive allocates on a CPU: its output (:func:`output_bytes`)
+    and, for a oneDNN convolution, the blocked copies of its output and (unless a dense convolution of
+    fewer than :data:`crossover.opcost.op_costs.ONEDNN_CHANNEL_BLOCK` input channels) its input, as
+    :func:`crossover.opcost.op_costs.onednn_buffers` counts them for a model's rows."""
+    from .op_costs import ONEDNN_CHANNEL_BLOCK
+
+    out = output_bytes(family, name, n, shape)
+    buffers = [out] if out else []
+    if family == "conv_depthwise":
+        buffers += [out, out]  # the output's and the input's blocked copies (as large as it)
+    elif family == "conv" and name == "conv2d" and len(shape) == 5:
+        batch, c_in, _, _, size = shape
+        buffers.append(out)
+        if c_in >= ONEDNN_CHANNEL_BLOCK:
+            buffers.append(4.0 * batch * c_in * size * size)
+    return buffers
 
 
 def points(plan: Plan, device: str = "cpu") -> list:

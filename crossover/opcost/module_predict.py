@@ -161,7 +161,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         compute += min(cost.compute_s, rest)
         memory += rest - min(cost.compute_s, rest)
         launches += cost.launches
-        fresh += fresh_bytes(row)
+        fresh += fresh_bytes(row, None if on_gpu else profile.threads)
         flops += int(row.get("flops") or 0)
         moved += int(row.get("bytes_read") or 0) + int(row.get("bytes_written") or 0)
         by_kind[row.get("kind", "other")] += time_s

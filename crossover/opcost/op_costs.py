@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Optional
 
 from .gpu_ops import host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
 
-__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
@@ -157,18 +157,50 @@ def _gemm_dims(m: int, row: Mapping):
     return float(m), max(flops / (2.0 * m), 1.0)
 
 
-def fresh_bytes(row: Mapping) -> float:
+def fresh_bytes(row: Mapping, cpu_threads: Optional[int] = None) -> float:
     """Bytes of the op's outputs of at least :data:`FRESH_MIN_BYTES` that it allocates (0 for views and
-    in-place ops): memory every step faults in afresh (see :mod:`crossover.opcost.module_predict`)."""
+    in-place ops): memory every step faults in afresh (see :mod:`crossover.opcost.module_predict`).
+
+    With ``cpu_threads`` (the op runs on a CPU with that many threads; 0: several), a oneDNN convolution's
+    own buffers of that size count too (:func:`onednn_buffers`)."""
     name = _name(row.get("op", ""))
     if int(row.get("launches", 1) or 0) == 0 or name.endswith("_"):
         return 0.0
     fused = _fused_rows(name, row)
     if fused is not None:  # the outputs of the kernels inside (an encoder layer's feed-forward hidden layer)
-        return float(sum(fresh_bytes(sub) for sub in fused))
+        return float(sum(fresh_bytes(sub, cpu_threads) for sub in fused))
     e = _element_size(row)
     sizes = [e * _prod(s) for s in row.get("output_shapes") or ()]
+    if cpu_threads is not None:
+        sizes += onednn_buffers(row, cpu_threads)
     return float(sum(b for b in sizes if b >= FRESH_MIN_BYTES))
+
+
+#: oneDNN's channel block on AVX-512 CPUs: a convolution's activations are reordered into blocks of this
+#: many channels, except the input of a first-layer convolution of fewer channels (``is_1stconv``).
+ONEDNN_CHANNEL_BLOCK = 16
+
+
+def onednn_buffers(row: Mapping, threads: int = 0) -> list:
+    """Bytes of the buffers PyTorch's oneDNN convolution allocates beside its output on a CPU: the output
+    in oneDNN's blocked layout (then reordered into the plain one), and the input's blocked copy unless
+    the convolution takes a plain input (one group, fewer than :data:`ONEDNN_CHANNEL_BLOCK` channels).
+    Read off ``ONEDNN_VERBOSE=1`` on the 2-core VM (AVX-512): a depthwise 3×3 convolution of 512 images of
+    16 × 32 × 32 reorders its 32 MiB input (6.5 ms, faulted in afresh), runs (2.6 ms) and reorders its
+    output (1.6 ms). Empty for other rows (a backward convolution, the native path)."""
+    if _name(row.get("op", "")) != "convolution" or conv_backend(row, threads) != "mkldnn":
+        return []
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    outputs = [tuple(s) for s in row.get("output_shapes") or ()]
+    if len(shapes) < 2 or not outputs or len(shapes[0]) not in (3, 4):
+        return []
+    e = _element_size(row)
+    x, w = shapes[0], shapes[1]
+    grouped = w[1] != x[1]
+    buffers = [e * _prod(outputs[0])]
+    if grouped or x[1] >= ONEDNN_CHANNEL_BLOCK:
+        buffers.append(e * _prod(x))
+    return buffers
 
 
 def conv_backend(row: Mapping, threads: int = 0) -> str:
