@@ -6,6 +6,7 @@ import dataclasses
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -222,6 +223,40 @@ def test_composition_fit_recovers_known_factors():
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
     assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
     assert fitted.overheads["event_s"] == pytest.approx(0.8 * US, rel=1e-6) and fitted.model_error_rel < 1e-9
+
+
+def test_the_interval_is_the_reference_models_leave_one_out_error_at_its_coverage():
+    """Measured steps the terms cannot explain (each scaled by its own factor): the median leave-one-out
+    error is ``model_error_rel``, the 80% one ``interval_rel``, and a prediction's interval is that wide."""
+    from crossover.opcost.composition import INTERVAL_COVERAGE
+
+    base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
+                             grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
+                             optimizer_step_s=15 * US, optimizer_param_s=1 * US)
+    steps = _reference_steps_of(base)
+    factors = [1.0, 1.3, 0.8, 1.1, 0.95, 1.5, 1.02, 0.7][:len(steps)] * (len(steps) // 8 + 1)
+    fitted = with_composition(base, [(step["latency_s"] * f, row) for (step, row), f in zip(steps, factors)])
+    errors = [abs(r["leave_one_out_error"]) for r in fitted.meta["reference_models"]]
+    assert fitted.model_error_rel == pytest.approx(float(np.median(errors)))
+    assert fitted.interval_rel == pytest.approx(float(np.quantile(errors, INTERVAL_COVERAGE)))
+    assert fitted.interval_rel > 1.5 * fitted.model_error_rel
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    table, calls = trace_step(model, (64,), 8, "forward")
+    step = step_prediction(fitted, table.to_dict("records"), module_calls=calls, n_params=4, param_bytes=4 * 4810)
+    assert step["latency_high_s"] / step["latency_s"] - 1 == pytest.approx(max(fitted.interval_rel,
+                                                                                   fitted.noise_floor_rel))
+    older = dataclasses.replace(fitted, interval_rel=0.0)  # a profile from before: the median
+    step = step_prediction(older, table.to_dict("records"), module_calls=calls, n_params=4, param_bytes=4 * 4810)
+    assert step["latency_high_s"] / step["latency_s"] - 1 == pytest.approx(fitted.model_error_rel)
+    assert write_and_load(fitted).interval_rel == fitted.interval_rel
+
+
+def write_and_load(profile):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        write_profile(folder, profile)
+        return load_profile(folder)
 
 
 def test_a_gpu_composition_fits_only_the_host_terms():

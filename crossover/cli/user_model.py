@@ -255,13 +255,16 @@ def _cmd_calibrate(args) -> int:
           f"{format_seconds(o['module_call_s'])}; peak {format_quantity(profile.peak_flop_rate, 'FLOP/s')}, "
           f"{format_quantity(profile.peak_bandwidth, 'B/s')}; noise floor {profile.noise_floor_rel:.1%}")
     if profile.meta.get("composition_fit") is not None:
+        from ..opcost.composition import INTERVAL_COVERAGE
+
         references = profile.meta.get("reference_models") or [{}]
         how = "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out"
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
               f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
-              f"within {profile.model_error_rel:.1%} (median, {how})")
+              f"within {profile.model_error_rel:.1%} (median, {how}), {profile.interval_rel:.1%} at "
+              f"{INTERVAL_COVERAGE:.0%}: a new model's interval")
     if profile.meta.get("drifted_rounds"):
         print(f"  rounds left out (drift reference > 25% above its quiet level): {profile.meta['drifted_rounds']}",
               file=sys.stderr)

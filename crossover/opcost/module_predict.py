@@ -26,8 +26,9 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 
 The interval is ``latency × (1 ± r)`` (its low end at least a tenth of the latency) where ``r`` is the
 calibration's round-to-round spread of the families the step spends its time in, and at least the
-profile's noise floor (its drift reference's spread) and its model error (the median leave-one-out
-error of this composition on the calibration's reference models). ``launch_share``, ``memory_share`` and
+profile's noise floor (its drift reference's spread) and its interval error (``interval_rel``: the
+leave-one-out error of this composition on the calibration's reference models at
+:data:`crossover.opcost.composition.INTERVAL_COVERAGE`, 80%; the median for an older profile). ``launch_share``, ``memory_share`` and
 ``compute_share`` split the latency into the dispatch/launch floors and host overheads, the rest of
 memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` names the largest.
 """
@@ -196,7 +197,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     by_family["overhead"] += overhead if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
-    r = max(spread, profile.noise_floor_rel, profile.model_error_rel)
+    r = max(spread, profile.noise_floor_rel, profile.interval_rel or profile.model_error_rel)
     shares = {"launch": launch_part / latency, "memory": memory / latency, "compute": compute / latency} \
         if latency > 0 else {"launch": 0.0, "memory": 0.0, "compute": 0.0}
     costs.sort(key=lambda item: -item[0])

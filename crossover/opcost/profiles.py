@@ -221,6 +221,10 @@ class Profile:
     spread_rel: Mapping = field(default_factory=dict)
     noise_floor_rel: float = 0.0
     model_error_rel: float = 0.0  # median |error| of the composed prediction on the reference models
+    #: The reference models' |leave-one-out error| at :data:`crossover.opcost.composition.INTERVAL_COVERAGE`:
+    #: the half-width of a new model's prediction interval (0: a profile from before it, which uses
+    #: ``model_error_rel``).
+    interval_rel: float = 0.0
     #: A training step's autograd and optimizer host work (recording, engine, SGD) costs ``1 +`` this
     #: times its tight-loop calibration: fitted on the reference models (the interpreter and engine run
     #: cold after a backward pass; on the 2-core VM ``SGD.step`` takes 23 µs alone, 49-66 µs in a step:
@@ -264,7 +268,8 @@ class Profile:
                 "peak_flop_rate": _finite_or_none(self.peak_flop_rate),
                 "peak_bandwidth_bytes_per_s": _finite_or_none(self.peak_bandwidth),
                 "spread_rel": dict(self.spread_rel), "noise_floor_rel": self.noise_floor_rel,
-                "model_error_rel": self.model_error_rel, "train_host_extra": self.train_host_extra,
+                "model_error_rel": self.model_error_rel, "interval_rel": self.interval_rel,
+                "train_host_extra": self.train_host_extra,
                 "conv_forward_extra": self.conv_forward_extra, "backward_extra": self.backward_extra,
                 **dict(self.meta)}
 
@@ -276,7 +281,7 @@ class Profile:
                                f"{PROFILE_SCHEMA['version']} (schema {schema or 'missing'})")
         known = {"schema", "device", "machine", "threads", "llc_bytes", "cache_bytes", "overheads", "grids", "curves",
                  "peak_flop_rate", "peak_bandwidth_bytes_per_s", "spread_rel", "noise_floor_rel", "model_error_rel",
-                 "train_host_extra", "conv_forward_extra", "backward_extra"}
+                 "interval_rel", "train_host_extra", "conv_forward_extra", "backward_extra"}
         try:
             return cls(
                 device=str(data["device"]), machine=str(data["machine"]), overheads=dict(data["overheads"]),
@@ -288,6 +293,7 @@ class Profile:
                 peak_bandwidth=_none_to_inf(data.get("peak_bandwidth_bytes_per_s")),
                 spread_rel=dict(data.get("spread_rel") or {}), noise_floor_rel=float(data.get("noise_floor_rel") or 0),
                 model_error_rel=float(data.get("model_error_rel") or 0),
+                interval_rel=float(data.get("interval_rel") or 0),
                 train_host_extra=float(data.get("train_host_extra") or 0),
                 conv_forward_extra=float(data.get("conv_forward_extra") or 0),
                 backward_extra=float(data.get("backward_extra") or 0),
