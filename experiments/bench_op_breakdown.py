@@ -31,14 +31,14 @@ from crossover.opcost.module_predict import trace_step
 from crossover.opcost.op_costs import op_cost
 from crossover.opcost.profiles import load_profile
 from crossover.shipped_data import shipped_profiles_dir
-from crossover.measurement.user_module import load_factory
+from crossover.measurement.user_module import input_dtype, load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 
 
-def predicted_by_op(profile, model, shape, batch: int, workload: str) -> tuple:
+def predicted_by_op(profile, model, shape, batch: int, workload: str, dtype=None) -> tuple:
     """(seconds per aten op name, count per name) of the traced step, each op costed in isolation."""
-    table, _ = trace_step(model, shape, batch, workload)
+    table, _ = trace_step(model, shape, batch, workload, dtype=dtype)
     seconds, count = collections.defaultdict(float), collections.Counter()
     inference = workload == "forward"  # no autograd: the ops the forward pass really runs (1-D max-pooling's own kernel)
     for row in table.to_dict("records"):
@@ -90,10 +90,11 @@ def main(argv=None) -> int:
     profile = load_profile(args.profile or shipped_profiles_dir() / machine_label())
     factory = load_factory(f"{path}:model")
     shape = tuple(factory.__globals__["INPUT_SHAPE"])
+    dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))  # the embedding bag's ids: long
     torch.manual_seed(0)
     model = factory()
-    predicted, count = predicted_by_op(profile, model, shape, args.batch_size, args.workload)
-    step = make_module_step(model, example_input(shape, args.batch_size), args.workload)
+    predicted, count = predicted_by_op(profile, model, shape, args.batch_size, args.workload, dtype)
+    step = make_module_step(model, example_input(shape, args.batch_size, dtype=dtype), args.workload)
     for _ in range(50):
         step()
     measured = profiled_by_op(step, args.steps)

@@ -73,6 +73,25 @@ def test_overheads_are_derived_from_the_chains():
     assert profile.peak_bandwidth == pytest.approx(1e6 / (1e-6 + 1e6 / 1e10))
 
 
+def test_a_layer_primitives_module_call_is_not_counted_twice():
+    # the bag's primitive is bag(ids): a module call (a model pays module_call_s per module) and the arange
+    # F.embedding_bag makes of a 2-D input's offsets (a trace row of its own) come off its curve; the
+    # depthwise convolution's conv(x) loses its module call; a GPU's curves keep both
+    us = 1e-6
+    rows = [_row("dispatch", 1 * us), _row("view", 0.5 * us), _row("module_call", 0.8 * us)]
+    rows += [_row(f"chain_{m}", 1e-6 * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
+    rows += [_row("sgd", 1e-6 * c, n=c) for c in (1, 16)] + [_row("addmm", 1e-6, family="matmul", m=1, k=8, x=128.0)]
+    rows += [_row(name, 20 * us + x * 1e-12, family=family, x=x) for family, name in
+             (("gather", "embedding_bag"), ("conv_depthwise", "conv_depthwise"), ("pool1d", "max_pool1d"))
+             for x in (1e4, 1e6)]
+    cpu = build_profile(rows, device="cpu", machine="m")
+    assert cpu.curves["gather"](1e4) == pytest.approx(20 * us + 1e-8 - 1.8 * us)
+    assert cpu.curves["conv_depthwise"](1e4) == pytest.approx(20 * us + 1e-8 - 0.8 * us)
+    assert cpu.curves["pool1d"](1e4) == pytest.approx(20 * us + 1e-8)  # F.max_pool1d: no module
+    gpu = build_profile(rows + [_row("sync", 5 * us)], device="cuda", machine="m")
+    assert gpu.curves["gather"](1e4) == pytest.approx(20 * us + 1e-8)
+
+
 def test_drifted_rounds_are_left_out():
     base = [_row(n, 1e-6, n=c) for n, c in (("dispatch", 0), ("view", 0), ("module_call", 0))]
     base += [_row(f"chain_{m}", 1e-6 * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
