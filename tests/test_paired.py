@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from crossover.measurement.noise import run_to_run, window_estimates
-from crossover.analysis.paired_rounds import crossover_distribution, round_crossings
+from crossover.analysis.paired_rounds import crossover_distribution, round_crossings, switch_point
 
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
@@ -41,6 +41,20 @@ def test_paired_rounds_cross_where_the_curves_do_whatever_the_drift():
     assert dist.median == pytest.approx(expected) and dist.q75 - dist.q25 == pytest.approx(0, abs=1e-9)
     assert dist.n_crossing == dist.n_rounds == 5 and dist.never_fraction == 0
     assert "5 of 5 paired rounds" in dist.describe()
+
+
+def test_one_slow_point_does_not_move_a_rounds_switch_point():
+    # a slow CPU point at batch 1 (the round's first) makes the curves cross there too: the round's
+    # crossing is still the one the other sizes agree on; three crossings close together keep the first
+    rounds = synthetic_rounds([1.0, 1.0])
+    glitch = (rounds["round"] == 0) & (rounds["device"] == "cpu") & (rounds["batch_size"] == 1)
+    rounds.loc[glitch, "median_s"] = 5e-3  # slower than the GPU's 2 ms
+    per_round = round_crossings(rounds, {"device": "cpu"}, {"device": "cuda"}, fixed={"d_model": 128})
+    assert per_round["n_crossings"].tolist() == [2, 1]
+    assert per_round["crossing"][0] == pytest.approx(per_round["crossing"][1])
+    assert per_round["a_wins_below"].all()
+    assert switch_point([90.0, 100.0, 110.0], np.array([1, 64, 95, 105, 128, 512]),
+                        np.array([True, True, False, True, False, False])) == (90.0, True)
 
 
 def test_unpaired_rounds_spread_the_crossing():

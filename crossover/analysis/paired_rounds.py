@@ -22,7 +22,7 @@ import pandas as pd
 from .crossovers import curve_crossings
 from ..errors import CrossoverError
 
-__all__ = ["round_crossings", "crossover_distribution", "CrossoverDistribution"]
+__all__ = ["round_crossings", "switch_point", "crossover_distribution", "CrossoverDistribution"]
 
 #: Rows of one round of one run: the pairing unit (a resumed run keeps its rounds' numbers).
 ROUND_KEYS = ("results_dir", "machine", "round")
@@ -63,9 +63,9 @@ def round_crossings(rounds: pd.DataFrame, a: Mapping, b: Mapping, *, along: str 
     DataFrame
         One row per round in which both series were measured at two or more common values of
         ``along``: the round's keys (:data:`ROUND_KEYS`), ``n_points`` (common values), ``crossing``
-        (the first crossing, interpolated in log-log; NaN when the curves do not cross in the
-        measured range), ``n_crossings``, and ``a_wins_below`` (True when ``a`` is faster at the
-        smallest common value).
+        (the round's switch point, :func:`switch_point`, among its crossings interpolated in log-log;
+        NaN when the curves do not cross in the measured range), ``n_crossings``, and ``a_wins_below``
+        (True when ``a`` is the faster below the switch point; without one, at the smallest value).
     """
     fixed = dict(fixed or {})
     if "sequence" in rounds:  # rows measured before the paired protocol (no sequence) were not paired
@@ -85,13 +85,45 @@ def round_crossings(rounds: pd.DataFrame, a: Mapping, b: Mapping, *, along: str 
         if len(common) < 2:
             continue
         roots = curve_crossings(curve_a, curve_b)
-        first = common.min()
+        sizes = common.to_numpy(float)
+        a_faster = (curve_a[common] < curve_b[common]).to_numpy()
+        crossing, a_below = switch_point(roots, sizes, a_faster)
         out.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))),
                     "n_points": int(len(common)),
-                    "crossing": roots[0] if roots else np.nan,
+                    "crossing": crossing,
                     "n_crossings": len(roots),
-                    "a_wins_below": bool(curve_a[first] < curve_b[first])})
+                    "a_wins_below": a_below})
     return pd.DataFrame(out, columns=keys + ["n_points", "crossing", "n_crossings", "a_wins_below"])
+
+
+def switch_point(roots, sizes: np.ndarray, a_faster: np.ndarray) -> tuple:
+    """Of one round's crossings, the switch point: the crossing that splits the round's sizes into one
+    device faster below and the other above with the fewest sizes on the wrong side (the first of
+    equals), and whether ``a`` is the faster one below it.
+
+    A single slow point makes extra crossings: on the H100's second visit the host CPU's first point
+    of one round (batch 1, the run's first) read slower than the GPU's, and that round's first
+    crossing was batch 1.09 against the other rounds' 56-249. Where the curves cross once this is
+    that crossing; without a crossing, NaN and whether ``a`` is faster at the smallest size.
+
+    Parameters
+    ----------
+    roots : sequence of float
+        The curves' crossings (:func:`crossover.analysis.crossovers.curve_crossings`), increasing.
+    sizes, a_faster : numpy.ndarray
+        The round's common sizes and whether ``a`` was faster at each.
+    """
+    if not len(roots):
+        return np.nan, bool(a_faster[np.argmin(sizes)])
+    best = None
+    for root in roots:
+        below = sizes < root
+        a_below = int(np.sum(a_faster & below) + np.sum(~a_faster & ~below))
+        b_below = int(np.sum(~a_faster & below) + np.sum(a_faster & ~below))
+        agree, a_wins = max((a_below, True), (b_below, False), key=lambda item: item[0])
+        if best is None or agree > best[0]:
+            best = (agree, float(root), a_wins)
+    return best[1], best[2]
 
 
 @dataclass(frozen=True)
