@@ -69,6 +69,9 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
         One per visit: ``round``, ``sequence``, ``key``, ``reference`` (bool), ``raw_times_s`` and
         ``device_times_s`` (tuples, seconds per call), ``median_s``, ``calls_per_repeat``.
     """
+    from .allocator import settle_allocator
+
+    settle_allocator()  # the host allocator in a long-running process's state, whatever ran before
     sync, event_factory = (lambda: None), None
     if device == "cuda":
         import torch

@@ -317,6 +317,7 @@ def run_suite(
     BusyMachineError
         ``strict`` and the machine is busy.
     """
+    from .allocator import settle_allocator
     from .machine_load import check_machine
     from ..results.store import check_same_environment, make_results_directory
 
@@ -346,6 +347,7 @@ def run_suite(
         raise BusyMachineError(f"refusing to measure (--strict): {load.warnings[0]}")
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     writer = ResultsWriter(out_dir, run_id, env)
+    settle_allocator()  # every point in a long-running process's allocator state (crossover.measurement.allocator)
 
     plan = plan_rounds(shard_points(suite.points(devices), suite, shard), seed=suite.seed, pair_by=suite.pair_by,
                        references=tuple(suite.reference_configs(devices)), reference_every=suite.reference_every)

@@ -1,0 +1,48 @@
+"""The host allocator's state a CPU step is timed in: glibc's steady state, set on purpose.
+
+glibc maps an allocation at or above its *mmap threshold* afresh and unmaps it on free, so every
+call faults its pages in; below the threshold it reuses its heap. The threshold starts at 128 KiB and
+rises to the size of the largest mapped block freed so far, up to 32 MiB. A long-running process
+has freed such blocks long ago; a process that has just started has not, and a model's buffers
+above 128 KiB fault in every step. On the 2-core VM at one thread the 1-D CNN's step at batch 64
+took 5.5 ms with 2240 page faults per step in a fresh process, and 2.0 ms with none once one 31 MiB
+block had been freed; the depthwise CNN's 6.7 and 2.4 ms. Which of the two a measurement saw
+depended on what the process had measured before (``experiments/results/amd-epyc-2c/logs/README.md``).
+
+:func:`settle_allocator` frees one block just under the largest threshold before any timing, so
+every measurement is of the long-running state, the one the predictions cost
+(:data:`crossover.opcost.op_costs.FRESH_MIN_BYTES`: only buffers of 32 MiB or more fault).
+"""
+
+from __future__ import annotations
+
+import platform
+
+__all__ = ["settle_allocator", "SETTLE_BYTES"]
+
+#: The block freed to raise glibc's mmap threshold: just under its 32 MiB ceiling
+#: (``DEFAULT_MMAP_THRESHOLD_MAX``; a block freed above the ceiling leaves the threshold where it was).
+SETTLE_BYTES = 31 * 2**20
+
+_SETTLED: list = []
+
+
+def settle_allocator() -> bool:
+    """Put glibc's allocator into a long-running process's state (see the module docstring), once
+    per process.
+
+    Returns
+    -------
+    bool
+        True when it was done now; False on a C library other than glibc (whose allocator has no
+        such threshold) or when already done.
+    """
+    if _SETTLED or platform.libc_ver()[0] != "glibc":
+        return False
+    import torch
+
+    block = torch.empty(SETTLE_BYTES // 4, dtype=torch.float32)
+    block.fill_(0.0)  # touched, so the block is really mapped before it is freed
+    del block
+    _SETTLED.append(True)
+    return True

@@ -1,0 +1,52 @@
+"""The host allocator a CPU step is timed in (crossover.measurement.allocator): glibc's long-running state.
+
+Each check runs in a fresh process, since the state is what a process has allocated before."""
+
+import platform
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mmap threshold only")
+
+_FAULTS = """
+import resource, sys, torch
+torch.set_num_threads(1)
+{before}
+x = torch.randn(64, 8, 256)
+w = torch.randn(32, 8, 5)
+
+def step():  # a 1-D convolution at batch 64: 2 MiB buffers, above glibc's first mmap threshold of 128 KiB
+    with torch.no_grad():
+        return torch.nn.functional.conv1d(x, w, None, 1, 2)
+
+for _ in range(5):
+    step()
+start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    step()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start) / 20)
+"""
+
+
+def faults_per_step(before: str) -> float:
+    run = subprocess.run([sys.executable, "-c", _FAULTS.format(before=before)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return float(run.stdout.split()[-1])
+
+
+def test_a_fresh_process_faults_its_buffers_in_every_step_and_a_settled_one_does_not():
+    # 2 MiB of fresh pages is 512 faults: a fresh process pays several such buffers every step
+    assert faults_per_step("") > 256
+    settled = "from crossover.measurement.allocator import settle_allocator\nassert settle_allocator()\n" \
+              "assert not settle_allocator()  # once per process"
+    assert faults_per_step(settled) < 16
+
+
+def test_measuring_rounds_settles_the_allocator_first():
+    rounds = ("from crossover.measurement.module_rounds import measure_rounds\n"
+              "from crossover.measurement.timer import TimerOptions\n"
+              "measure_rounds([('noop', lambda: None)], rounds=1, options=TimerOptions(warmup_s=0.0, min_warmup_calls=1, "
+              "min_repeats=2, min_run_time_s=0.0, max_run_time_s=0.001, target_rel_ci=0.0, min_block_s=0.0))")
+    assert faults_per_step(rounds) < 16
