@@ -5,9 +5,10 @@ call faults its pages in; below the threshold it reuses its heap. The threshold 
 rises to the size of the largest mapped block freed so far, up to 32 MiB. A long-running process
 has freed such blocks long ago; a process that has just started has not, and a model's buffers
 above 128 KiB fault in every step. On the 2-core VM at one thread the 1-D CNN's step at batch 64
-took 5.5 ms with 2240 page faults per step in a fresh process, and 2.0 ms with none once one 31 MiB
-block had been freed; the depthwise CNN's 6.7 and 2.4 ms. Which of the two a measurement saw
-depended on what the process had measured before (``experiments/results/amd-epyc-2c/logs/README.md``).
+took 5.3 ms with 2214 page faults per step in a fresh process, and 1.9 ms with none once one 31 MiB
+block had been freed; the depthwise CNN's 5.4 and 2.3 ms (``experiments/bench_allocator.py``, its log
+in ``experiments/results/amd-epyc-2c/logs/``). Which of the two a measurement saw depended on what
+the process had measured before.
 
 :func:`settle_allocator` frees one block just under the largest threshold before any timing, so
 every measurement is of the long-running state, the one the predictions cost
