@@ -213,18 +213,18 @@ def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
     and, for a oneDNN convolution, the blocked copies of its output and (unless a dense convolution of
     fewer than :data:`crossover.opcost.op_costs.ONEDNN_CHANNEL_BLOCK` input channels) its input, as
     :func:`crossover.opcost.op_costs.onednn_buffers` counts them for a model's rows."""
-    from .op_costs import ONEDNN_CHANNEL_BLOCK
+    from .op_costs import onednn_copies
 
     out = output_bytes(family, name, n, shape)
     buffers = [out] if out else []
-    if family == "conv_depthwise":
-        buffers += [out, out]  # the output's and the input's blocked copies (as large as it)
+    if family == "conv_depthwise" and len(shape) == 4:  # (N, C, H, W), one channel per group, as large as its input
+        copies = onednn_copies(tuple(shape), 1, tuple(shape))
     elif family == "conv" and name == "conv2d" and len(shape) == 5:
-        batch, c_in, _, _, size = shape
-        buffers.append(out)
-        if c_in >= ONEDNN_CHANNEL_BLOCK:
-            buffers.append(4.0 * batch * c_in * size * size)
-    return buffers
+        batch, c_in, c_out, _, size = shape
+        copies = onednn_copies((batch, c_in, size, size), c_in, (batch, c_out, size, size))
+    else:
+        copies = []
+    return buffers + [4.0 * math.prod(c) for c in copies]
 
 
 def points(plan: Plan, device: str = "cpu") -> list:

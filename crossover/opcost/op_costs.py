@@ -44,7 +44,7 @@ from .gpu_ops import host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
 
-__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
+__all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
 
 #: Families whose time beyond the floor is memory traffic, and compute.
@@ -195,12 +195,17 @@ def onednn_buffers(row: Mapping, threads: int = 0) -> list:
     if len(shapes) < 2 or not outputs or len(shapes[0]) not in (3, 4):
         return []
     e = _element_size(row)
-    x, w = shapes[0], shapes[1]
-    grouped = w[1] != x[1]
-    buffers = [e * _prod(outputs[0])]
-    if grouped or x[1] >= ONEDNN_CHANNEL_BLOCK:
-        buffers.append(e * _prod(x))
-    return buffers
+    return [e * _prod(shape) for shape in onednn_copies(shapes[0], shapes[1][1], outputs[0])]
+
+
+def onednn_copies(x: tuple, in_per_group: int, out: tuple) -> list:
+    """The shapes oneDNN copies into its blocked layout for a convolution of input ``x`` (N, C, ...) with
+    ``in_per_group`` input channels per group and output ``out``: the output always, the input unless
+    it is a dense first layer of fewer than :data:`ONEDNN_CHANNEL_BLOCK` channels. The one rule for a
+    model's rows (:func:`onednn_buffers`) and the calibration's primitives
+    (:func:`crossover.opcost.calibration_plan.fresh_buffers`)."""
+    grouped = in_per_group != x[1]
+    return [tuple(out)] + ([tuple(x)] if grouped or x[1] >= ONEDNN_CHANNEL_BLOCK else [])
 
 
 def conv_backend(row: Mapping, threads: int = 0) -> str:
