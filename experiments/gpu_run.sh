@@ -86,27 +86,22 @@ stage peaks 13 $PY -m crossover peaks --device "$devices" --out "$work"
 # torch.profiler on the host CPU's steps that run slower at batch 1 than at 8 at 16 threads (the MNIST
 # training step, LeNet-5), at batch 1 and 8: which ops the batch-1 step spends its time in.
 stage cpu-step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5 --out "$work/zoo"
-# The same LeNet-5 steps with the OpenMP threads bound to cores: on the 2-core VM at 2 threads a one-image
-# convolution took 28-31 µs in 9 of 20 unbound processes and 12 µs in the rest, 12 µs in 20 of 20 bound
-# ones (experiments/bench_thread_binding.py; amd-epyc-2c/logs/README.md). Whether binding takes away the
-# 16-thread batch-1 slowdown too.
-stage cpu-step-profile-bound 8 env OMP_PROC_BIND=true OMP_PLACES=cores $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models lenet5 --out "$work/zoo-bound"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
-    cat "$work/step-profile.log" "$work/cpu-step-profile.log" "$work/cpu-step-profile-bound.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/step-profile.log" "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
     # The launch-bound models' GPU steps again, in another process that measures only the GPU: the third
     # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
     # 12%; how far one process's launch path differs from another's (the first visit's
     # bench_interference.py found no slowdown from CPU work measured just before).
-    stage zoo-cuda-again 12 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
+    stage zoo-cuda-again 20 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
     stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"
 else
     skip step-profile "no CUDA on this machine"
-    cat "$work/cpu-step-profile.log" "$work/cpu-step-profile-bound.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
     skip zoo-cuda-again "no CUDA on this machine"
     skip cuda-tests "no CUDA on this machine"
 fi
