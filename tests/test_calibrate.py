@@ -133,6 +133,22 @@ def _cuda_rows(us=1e-6):
     return rows
 
 
+def test_a_gpu_calibration_times_bias_free_products_by_rows():
+    """The CUDA plan times ``x @ w.t()`` at each of its ``host_mm_m`` rows (tiny kernels: the host's time
+    per call); the profile holds them as the ``matmul_host`` grid (rows × K·N); a CPU plan has none."""
+    plan = PLANS["quick"]
+    host = [p for p in points(plan, "cuda") if p.family == "matmul_host"]
+    assert sorted({p.m for p in host}) == sorted(plan.host_mm_m)
+    assert not [p for p in points(plan, "cpu") if p.family == "matmul_host"]
+    assert tuple(make_step(host[-1], "cpu")().shape) == (host[-1].m, host[-1].n)
+    us = 1e-6
+    rows = _cuda_rows() + [_row("mm", (12 if m < 32 else 15) * us, family="matmul_host", m=m, k=k, n=k,
+                                x=2.0 * m * k * k) for m in (1, 64) for k in (64, 128)]
+    grid = build_profile(rows, device="cuda", machine="gpu").grids["matmul_host"]
+    assert grid.m == (1, 64) and grid.kn == (4096, 16384)
+    assert grid(1, 4096) == pytest.approx(12 * us) and grid(64, 16384) == pytest.approx(15 * us)
+
+
 def test_a_gpu_profile_is_composed_for_synchronised_steps():
     """step_sync_s is a synchronised launch less its dispatch; the composition is fitted on the
     reference models' synchronised steps, not on the queued ones."""

@@ -204,6 +204,36 @@ def test_a_synchronised_gpu_step_pays_each_familys_host_floor_and_the_step_sync(
     assert row["latency_s"] == pytest.approx(max(row["host_s"], row["device_s"]) + 20 * US)
 
 
+def test_a_gpu_products_host_cost_follows_its_own_shape():
+    """cuBLAS's host work per product depends on the shape (on the H100 and H200 hosts a product with bias
+    of 32 rows or more is issued every ~21 µs, one of 16 rows every ~11.5 µs): the host pays the queued
+    grid's time at the product's own rows and weight, at most its rows' host-bound level (a large
+    product's queued time is its kernel's, not the host's); a bias-free product is costed on the
+    matmul_host grid where the profile has one."""
+    import dataclasses
+
+    from crossover.opcost.gpu_ops import host_floor_s, matmul_host_s
+
+    grid = Grid((1.0, 64.0), (256.0, 16384.0, 65536.0, 1048576.0),
+                ((11 * US,) * 4, (21 * US, 21 * US, 15 * US, 60 * US)))
+    assert matmul_host_s(grid, 1, 1048576) == pytest.approx(11 * US)
+    assert matmul_host_s(grid, 64, 256) == pytest.approx(21 * US)
+    assert matmul_host_s(grid, 64, 65536) == pytest.approx(15 * US)  # another kernel, issued faster
+    assert matmul_host_s(grid, 64, 1048576) == pytest.approx(21 * US)  # the 60 µs are the kernel's
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US)
+    gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul=grid))
+    assert host_floor_s(gpu, "matmul") == pytest.approx(11 * US)  # no shape: the smallest time, as before
+    assert host_floor_s(gpu, "matmul", (64.0, 256.0), bias=False) == pytest.approx(21 * US)  # no matmul_host grid
+    bias_free = Grid((1.0, 64.0), (4096.0, 16384.0), ((12 * US,) * 2, (15 * US,) * 2))
+    gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul_host=bias_free))
+    addmm = dict(op="aten.addmm.default", kind="matmul", output_shapes=((64, 16),), flops=2.0 * 64 * 16 * 16,
+                 launches=1)
+    mm = dict(addmm, op="aten.mm.default")
+    assert op_cost(gpu, addmm).host_s == pytest.approx(21 * US)
+    assert op_cost(gpu, mm).host_s == pytest.approx(15 * US)
+    assert op_cost(gpu, dict(mm, output_shapes=((1, 16),), flops=2.0 * 16 * 16)).host_s == pytest.approx(12 * US)
+
+
 def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():
     """The trace records PyTorch's CPU path of nn.GRU (each time step's products and gates); a GPU
     profile costs cuDNN's one call instead: from its own calibration curve where the profile has one."""

@@ -373,7 +373,7 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
 
 #: (grid, family, primitive, cold) of the profile's grids.
 _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm", True),
-          ("matmul_outer", "matmul_outer", "mm", False),
+          ("matmul_outer", "matmul_outer", "mm", False), ("matmul_host", "matmul_host", "mm", False),
           ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
           ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False))
@@ -424,8 +424,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         raise ValueError("the calibration lacks the matmul grid")
     curves = {}
     for family, items in families.items():
-        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "conv", "conv_backward", "model",
-                      SYNCED_MODEL):
+        if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
+                      "model", SYNCED_MODEL):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [max(s - beyond, 0.5 * s) for s, _, _ in items])

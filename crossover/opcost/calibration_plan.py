@@ -15,13 +15,13 @@ one's step function on a device. Nothing is timed here.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
+from ..measurement.environment import cpu_caches
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .layer_primitives import LAYER_FAMILIES, layer_step
@@ -74,6 +74,8 @@ class Plan:
     #: dominates).
     outer_k: tuple = (1, 2, 4, 8, 16, 32, 64)
     outer_mn: tuple = (64, 128, 256, 512, 1024)
+    #: Rows of bias-free products ``x @ w.t()`` (CUDA only; 64² and 128² weights): the host's time per call
+    host_mm_m: tuple = (1, 2, 8, 32, 128, 512)
     #: Image sides the convolutions are calibrated at (a grid each; predictions interpolate between).
     conv_sizes: tuple = (16, 32)
     #: Batches of the native (oneDNN off) convolutions: PyTorch takes that path for single images only.
@@ -155,27 +157,15 @@ def reference_model(name: str):
     raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
 
 
-def _cache_size(indices, default: int) -> int:
-    for index in indices:
-        try:
-            text = Path(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size").read_text().strip()
-        except OSError:
-            continue
-        match = re.fullmatch(r"(\d+)\s*([KMG]?)", text)
-        if match:
-            return int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2)]
-    return default
-
-
 def llc_bytes(default: int = 32 * 2**20) -> int:
-    """The last-level cache's size from sysfs (``/sys/devices/system/cpu/cpu0/cache/index3/size``,
-    e.g. ``"32768K"``), or ``default``."""
-    return _cache_size((3, 2), default)
+    """The last-level cache's size (L3, else L2) as sysfs lists it for CPU 0, or ``default``."""
+    caches = cpu_caches()
+    return caches.get("L3") or caches.get("L2") or default
 
 
 def private_cache_bytes(default: int = 2**19) -> int:
-    """One core's private (L2) cache from sysfs (``.../cpu0/cache/index2/size``), or ``default``."""
-    return _cache_size((2,), default)
+    """One core's private (L2) cache as sysfs lists it for CPU 0, or ``default``."""
+    return cpu_caches().get("L2") or default
 
 
 def _reduction_shape(name: str, n: int) -> tuple:
@@ -246,6 +236,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
             for m in plan.extra_m]
     out += [Point("matmul_outer", "mm", mn, k, mn, x=2.0 * mn * k * mn)
             for k, mn in itertools.product(plan.outer_k, plan.outer_mn)]
+    out += [Point("matmul_host", "mm", m, k, k, x=2.0 * m * k * k) for m in plan.host_mm_m for k in (64, 128)
+            if device == "cuda"]
     for name in plan.elementwise_ops:
         family = {"clone": "copy", "bernoulli": "rng"}.get(name, "elementwise")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
@@ -366,6 +358,9 @@ def _matmul_step(point: Point, device: str, llc: int, pool_factor: float, cache:
     if point.family == "matmul_outer":  # as autograd computes a weight's gradient: grad.t() @ input
         grad, x = torch.randn(point.k, point.m, device=device), torch.randn(point.k, point.n, device=device)
         return lambda: torch.mm(grad.t(), x)
+    if point.family == "matmul_host":  # a bias-free nn.Linear: x @ weight.t()
+        return functools.partial(torch.mm, torch.randn(point.m, point.k, device=device),
+                                 torch.randn(point.n, point.k, device=device).t())
 
     x = torch.randn(point.m, point.k, device=device)
     bias = torch.randn(point.n, device=device)
@@ -454,7 +449,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
 
     if point.family == "overhead":
         return _overhead_step(point, device)
-    if point.family in ("matmul", "matmul_check", "matmul_outer", REFERENCE):
+    if point.family in ("matmul", "matmul_check", "matmul_outer", "matmul_host", REFERENCE):
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
     if point.family in LAYER_FAMILIES:
         return layer_step(point.family, point.shape, device)

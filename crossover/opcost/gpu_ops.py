@@ -10,30 +10,60 @@ layer costed whole where a calibration timed one (cuDNN's fused call on a GPU, P
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Optional
 
 from .profiles import Profile
 
-__all__ = ["host_floor_s", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
+__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
 _FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",)}
 
 
-def host_floor_s(profile: Profile, family: str) -> float:
-    """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size.
+def host_floor_s(profile: Profile, family: str, dims: Optional[tuple] = None, *, bias: bool = True) -> float:
+    """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size, or
+    for a matrix product of known ``dims`` (``(M, K·N)``) its own (:func:`matmul_host_s`): on the grid of
+    bias-free products (``matmul_host``) for one without ``bias`` where the profile has it, else on the
+    products with bias that every calibration has.
 
     Queued calls of a tiny kernel run at the rate the host issues them, so that time is the host's
     work per call: a cuBLAS product (~11 µs on an H100 host) or a cuDNN convolution (~19 µs) costs it
     more than an elementwise kernel (~7 µs). 0 for a family the profile has no calibration of.
     """
+    if family == "matmul" and dims is not None and "matmul" in profile.grids:
+        grid = profile.grids.get("matmul_host") if not bias else None
+        return matmul_host_s(grid or profile.grids["matmul"], *dims)
     grids = [grid for name, grid in profile.grids.items()
              if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
     if grids:
         return min(min(min(row) for row in grid.time_s) for grid in grids)
     curve = profile.curves.get({"optimizer": "elementwise"}.get(family, family))
     return float(curve.time_s[0]) if curve is not None else 0.0
+
+
+#: Weight sizes (K·N) up to which a queued product's kernel is far shorter than the host's work per call
+#: (at most 2·1024·16384 FLOPs, a third of a microsecond at the H100's 51 TFLOP/s): those cells of a GPU
+#: calibration's matrix grid time the host alone.
+HOST_BOUND_KN = 16384
+
+
+def matmul_host_s(grid, m: float, kn: float) -> float:
+    """The host's seconds per call of a ``(m, kn)`` product on a GPU: the calibration's queued time at that
+    shape, at most the host's time for products of ``m`` rows (the median of the grid's host-bound cells
+    at ``m``: weights of at most :data:`HOST_BOUND_KN` elements).
+
+    cuBLAS's host work depends on the shape: on the H100 and H200 hosts a product with bias of up to 16 rows
+    is issued every ~11.5 µs, one of 32 rows or more every ~21 µs (cuBLASLt's bias epilogue) until its
+    weights are large (~14.5 µs); one floor for all (the grid's smallest time) under-costs every
+    product of 32 rows or more. Where the kernel outlasts the host's work (a large product), the queued
+    time is the kernel's, and the host's is the row's host-bound time.
+    """
+    small = [kn_i for kn_i in grid.kn if kn_i <= HOST_BOUND_KN] or [grid.kn[0]]
+    host_bound = sorted(grid(m, kn_i) for kn_i in small)
+    mid = len(host_bound) // 2
+    plateau = host_bound[mid] if len(host_bound) % 2 else 0.5 * (host_bound[mid - 1] + host_bound[mid])
+    return min(grid(m, kn), plateau)
 
 
 #: The time steps of a CPU calibration's recurrent primitives (all of one length, so their curve is a

@@ -492,6 +492,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
     compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
     if on_gpu:
-        host = max(profile.overhead("launch_s") * launches, host_floor_s(profile, family))
+        dims = matmul_dims(row) if family == "matmul" else None
+        host = max(profile.overhead("launch_s") * launches, host_floor_s(profile, family, dims, bias=name == "addmm"))
         return OpCost(host, seconds, floor, family, launches, warning, compute)
     return OpCost(seconds, 0.0, floor, family, launches, warning, compute)
