@@ -336,6 +336,34 @@ def test_a_maxpool1d_forward_runs_the_1d_kernel_the_trace_maps_to():
     assert layer_family(pool, "max_pool2d_with_indices", inference=False) is None
 
 
+def test_a_cpu_recurrent_steps_terms_are_fitted_on_the_primitives_and_cost_each_time_step():
+    """The CPU GRU primitives (input width = hidden) are fitted for a time step's fixed cost, its gates'
+    elementwise work, its FLOPs and its weights read; the fit recovers known terms, and a layer of
+    another width and length is costed from them step by step (where a curve over FLOPs alone costs a
+    batch-512 layer, whose gates' elementwise work dominates, as a cheaper product)."""
+    import dataclasses
+
+    from crossover.opcost.gpu_ops import CPU_RNN_TERMS, cpu_recurrent_features, fit_cpu_recurrent
+
+    truth = dict(zip(CPU_RNN_TERMS, (8 * US, 1.5e-9, 1e-11, 2e-11)))
+    shapes = ((1, 32), (1, 128), (8, 64), (64, 64), (64, 256), (512, 64))
+    cells = [(b, 16, h, 16 * sum(truth[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(b, h, h))))
+             for b, h in shapes]
+    fitted = fit_cpu_recurrent(cells)
+    assert fitted == pytest.approx(truth, rel=1e-6)
+    assert fit_cpu_recurrent(cells[:3]) == {}  # fewer primitives than terms: no fit (the curve stays)
+    cpu = synthetic_profile("cpu", dispatch_s=2 * US, flop_rate=1e10)
+    from crossover.opcost.profiles import Curve
+
+    # a calibration has both (the curve, from before the terms, is what an older profile is costed on)
+    cpu = dataclasses.replace(cpu, overheads=dict(cpu.overheads, **fitted),
+                              curves=dict(cpu.curves, rnn=Curve((1e3, 1e9), (50 * US, 5e-3))))
+    model = nn.GRU(32, 64, batch_first=True)
+    row = predict_module(model, sample_shape=(50, 32), batch_sizes=(512,), profiles=[cpu], warn=False).iloc[0]
+    per_step = sum(truth[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(512, 32, 64)))
+    assert row["latency_s"] == pytest.approx(50 * per_step + row["overhead_s"], rel=1e-6)
+
+
 def test_a_cpu_profile_with_a_recurrent_primitive_costs_the_layer_whole_per_time_step():
     """A CPU calibration times PyTorch's GRU loop at CPU_RNN_STEPS steps; a layer over another length
     costs that many steps of it (its per-step ops are not summed), one of the same length the curve."""

@@ -55,6 +55,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
+from .gpu_ops import fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 
 __all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
@@ -403,6 +404,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     families = {}
     for seconds, spread, row in by_point.values():
         families.setdefault(row["family"], []).append((seconds, spread, row))
+    if device == "cpu":  # the recurrent step's terms, its module call left to the model's own count
+        overheads.update(fit_cpu_recurrent([(*_shape(r), s - overheads["module_call_s"])
+                                            for s, _, r in families.get("rnn", []) if math.isfinite(s)]))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")

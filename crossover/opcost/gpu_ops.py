@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 from .profiles import Profile
 
-__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
+__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "cpu_recurrent_features", "fit_cpu_recurrent", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
@@ -103,6 +103,46 @@ def fused_recurrent_row(rows, module, path: str, batch_size: int):
                          layers=module.num_layers, directions=directions, steps=steps))
 
 
+#: A CPU recurrent step's terms (PyTorch's C++ loop, each time step of each layer and direction), fitted
+#: on the calibration's GRU primitives (:func:`fit_cpu_recurrent`): a fixed cost, the gates' elementwise
+#: work (per element of batch × hidden × gates), the products (per FLOP) and the weights read (per element).
+CPU_RNN_TERMS = ("rnn_step_s", "rnn_gate_element_s", "rnn_flop_s", "rnn_weight_element_s")
+
+
+def cpu_recurrent_features(batch: float, width: float, hidden: float, gates: int = 3) -> tuple:
+    """One time step's amounts of each of :data:`CPU_RNN_TERMS` (1, gate elements, FLOPs, weight elements)."""
+    weights = (width + hidden) * gates * hidden
+    return 1.0, batch * hidden * gates, 2.0 * batch * weights, float(weights)
+
+
+def fit_cpu_recurrent(cells) -> dict:
+    """:data:`CPU_RNN_TERMS` from the calibration's CPU GRU primitives (pure).
+
+    Parameters
+    ----------
+    cells : sequence of (batch, steps, hidden, seconds)
+        Each primitive (input width = hidden) and its time, less what a model's trace costs apart.
+
+    Returns
+    -------
+    dict
+        The terms, non-negative, fitted by least squares on relative errors (a curve over FLOPs alone
+        mixes a batch-512 step, whose gates' elementwise work dominates, with a batch-1 step's fixed
+        cost and a wide layer's products); ``{}`` with fewer cells than terms.
+    """
+    import numpy as np
+
+    cells = [c for c in cells if c[3] > 0]
+    if len(cells) < len(CPU_RNN_TERMS):
+        return {}
+    from scipy.optimize import nnls
+
+    X = np.array([[steps * f for f in cpu_recurrent_features(b, h, h)] for b, steps, h, _ in cells])
+    y = np.array([c[3] for c in cells], dtype=float)
+    coef, _ = nnls(X / y[:, None], np.ones(len(y)))
+    return dict(zip(CPU_RNN_TERMS, map(float, coef)))
+
+
 def gru_flops(batch: int, steps: int, width: int, hidden: int, gates: int = 3) -> float:
     """FLOPs of one recurrent layer's products (input projections and recurrent products, all steps):
     ``gates`` = 3 for a GRU, 4 for an LSTM, 1 for a plain RNN."""
@@ -116,7 +156,15 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
     r = row["rnn"]
     layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
     curve = profile.curves.get("rnn")
-    if curve is not None and profile.device == "cpu":  # PyTorch's C++ loop, timed at CPU_RNN_STEPS steps
+    if profile.device == "cpu" and all(t in profile.overheads for t in CPU_RNN_TERMS):  # PyTorch's C++ loop
+        terms = [profile.overheads[t] for t in CPU_RNN_TERMS]
+        per_step = [sum(a * f for a, f in zip(terms, cpu_recurrent_features(r["batch"], width, r["hidden"], r["gates"])))
+                    for width in layers]
+        host = r["directions"] * r["steps"] * sum(per_step)
+        floor = min(host, r["directions"] * r["steps"] * len(layers) * terms[0])
+        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"], warning="",
+                    compute_s=host - floor)
+    if curve is not None and profile.device == "cpu":  # a profile from before the fitted terms: a curve over FLOPs
         per_length = r["steps"] / CPU_RNN_STEPS  # a step costs the same whatever the sequence's length
         flops = [gru_flops(r["batch"], CPU_RNN_STEPS, width, r["hidden"], r["gates"]) for width in layers]
         host = r["directions"] * per_length * sum(curve(f) for f in flops)
