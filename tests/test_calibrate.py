@@ -149,6 +149,32 @@ def test_a_gpu_calibration_times_bias_free_products_by_rows():
     assert grid(1, 4096) == pytest.approx(12 * us) and grid(64, 16384) == pytest.approx(15 * us)
 
 
+def test_a_calibration_times_1d_convolutions_into_grids_of_their_own():
+    """The quick plan times 1-D convolutions (none of the zoo's shapes) as PyTorch runs them and, on a CPU,
+    on the native path; each runs, and the profile holds them as ``conv1d@L`` grids over the batch's
+    output steps × ``C_in·k·C_out``."""
+    from crossover.opcost.conv_primitives import CONV1D_CHANNELS, CONV1D_LENGTH
+
+    cpu = [p for p in points(PLANS["quick"], "cpu") if p.family == "conv1d"]
+    assert {p.name for p in cpu} == {"conv1d", "conv1d_native"}
+    assert {p.name for p in points(PLANS["quick"], "cuda") if p.family == "conv1d"} == {"conv1d"}
+    assert (8, 32, 5) not in CONV1D_CHANNELS and (32, 64, 5) not in CONV1D_CHANNELS  # the zoo's 1-D CNN's
+    for point in cpu[:2] + cpu[-1:]:
+        batch, c_in, c_out, kernel, length = point.shape
+        assert tuple(make_step(point, "cpu")().shape) == (batch, c_out, length)
+    us = 1e-6
+    rows = [r for r in _cuda_rows() if r["name"] not in ("sync", "launch_sync")]
+    for point in cpu:
+        row = _row(point.name, 10 * us + point.x * 1e-11, family="conv1d", m=point.m, x=point.x)
+        rows.append(dict(row, key=point.key, shape="x".join(map(str, point.shape))))
+    profile = build_profile(rows, device="cpu", machine="m")
+    grid = profile.grids[f"conv1d@{CONV1D_LENGTH}"]
+    c_in, c_out, kernel = CONV1D_CHANNELS[0]
+    m = 4 * CONV1D_LENGTH
+    assert grid(m, c_in * kernel * c_out) == pytest.approx(10 * us + 2.0 * m * c_in * kernel * c_out * 1e-11)
+    assert f"conv1d_native@{CONV1D_LENGTH}" in profile.grids and "conv1d" not in profile.curves
+
+
 def test_a_gpu_profile_is_composed_for_synchronised_steps():
     """step_sync_s is a synchronised launch less its dispatch; the composition is fitted on the
     reference models' synchronised steps, not on the queued ones."""

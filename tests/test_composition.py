@@ -351,3 +351,28 @@ def test_the_calibration_counts_a_primitives_onednn_buffers_as_a_model_does():
     big = dict(family="conv_depthwise", name="conv_depthwise", n=0, shape="512x16x32x32")  # 32 MiB each
     assert _without_page_faults({"k": (40e-3, 0.1, big)}, fresh_byte_s=0.1e-9)["k"][0] == pytest.approx(
         40e-3 - 3 * 2**25 * 0.1e-9)
+
+
+def test_a_1d_convolution_is_costed_on_the_1d_grids_where_the_profile_has_them():
+    """A 1-D convolution row takes the ``conv1d`` grid at its output's length (the native one for a single
+    sequence PyTorch runs natively); a profile without 1-D grids costs it on the 2-D grids, as before."""
+    import dataclasses
+
+    from crossover.opcost.profiles import Grid, synthetic_profile
+    from crossover.opcost.trace import trace_module
+
+    two_d = Grid((64.0, 65536.0), (100.0, 100000.0), ((5e-6, 5e-4), (5e-4, 5e-2)))
+    base = synthetic_profile("cpu", dispatch_s=1e-6)
+    base = dataclasses.replace(base, threads=2, grids={**base.grids, "conv@16": two_d, "conv_native@16": two_d})
+    one_d = Grid((200.0, 51200.0), (100.0, 100000.0), ((2e-6, 2e-4), (2e-4, 2e-2)))
+    native = Grid((200.0, 400.0), (100.0, 100000.0), ((1e-6, 1e-4), (2e-6, 2e-4)))
+    with_1d = dataclasses.replace(base, grids={**base.grids, "conv1d@200": one_d, "conv1d_native@200": native})
+    conv = torch.nn.Conv1d(8, 32, 5, padding=2)
+    for batch, grid in ((8, one_d), (1, native)):
+        rows = [r for r in trace_module(conv, torch.empty(batch, 8, 256, device="meta"), "forward").to_dict("records")
+                if r["kind"] == "conv"]
+        (row,) = rows
+        assert conv_backend(row, 2) == ("native" if batch == 1 else "mkldnn")
+        m, kn = batch * 256.0, 8 * 5 * 32.0
+        assert op_cost(with_1d, row).host_s == pytest.approx(grid(m, kn))
+        assert op_cost(base, row).host_s == pytest.approx(two_d(m, kn))

@@ -377,7 +377,8 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
           ("matmul_outer", "matmul_outer", "mm", False), ("matmul_host", "matmul_host", "mm", False),
           ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
           ("conv_native", "conv", "conv2d_native", False),
-          ("conv_backward_native", "conv_backward", "conv2d_native", False))
+          ("conv_backward_native", "conv_backward", "conv2d_native", False),
+          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False))
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
@@ -429,7 +430,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "model", SYNCED_MODEL):
+                      "conv1d", "model", SYNCED_MODEL):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [max(s - beyond, 0.5 * s) for s, _, _ in items])

@@ -24,6 +24,7 @@ from typing import Callable
 from ..measurement.environment import cpu_caches
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
+from .conv_primitives import CONV_BACKENDS, conv_input_shape, conv_output_shape, conv_points, conv_step
 from .layer_primitives import LAYER_FAMILIES, layer_step
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
@@ -33,10 +34,6 @@ __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "privat
 #: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
 CHAIN_LENGTHS = (1, 17)
 SGD_PARAMS = (1, 16)
-#: The convolution primitives: as PyTorch picks the kernel (oneDNN wherever its rule allows), and with
-#: oneDNN switched off (the native im2col + GEMM path PyTorch takes for a single small image with a
-#: kernel of at most 3×3: see :func:`crossover.opcost.op_costs.conv_backend`).
-CONV_BACKENDS = ("conv2d", "conv2d_native")
 #: Bytes of the page-fault primitives: filling a tensor this large allocated afresh (above glibc's
 #: largest mmap threshold, so mapped and faulted in at every call) against filling one kept.
 FRESH_PROBE_BYTES = 40 * 2**20
@@ -80,6 +77,8 @@ class Plan:
     conv_sizes: tuple = (16, 32)
     #: Batches of the native (oneDNN off) convolutions: PyTorch takes that path for single images only.
     native_batches: tuple = (1, 2, 4, 8)
+    #: Whether to time 1-D convolutions too (:mod:`crossover.opcost.conv_primitives`).
+    conv1d: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
     reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32))
     cold_pool_factor: float = 2.0  # the cold weights' pool spans this many last-level caches
@@ -109,7 +108,7 @@ PLANS = {
                   (1, 16), (16, 64), (64,), ((64, 16),), (4,), (2**10, 2**14), ("add", "relu"),
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
-                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64),
+                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False,
                   reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16),)),
 }
 REFERENCE = "reference"
@@ -192,9 +191,8 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise"):  # half the input (pooled by 2), or as large as it
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
-    if family in ("conv", "conv_backward") and len(shape) == 5:
-        batch, c_in, c_out, _, size = shape
-        return 4.0 * batch * (c_out if family == "conv" else c_in) * size * size
+    if family in ("conv", "conv_backward", "conv1d") and len(shape) == 5:
+        return 4.0 * math.prod(conv_output_shape(family, shape))
     return 0.0
 
 
@@ -209,9 +207,8 @@ def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
     buffers = [out] if out else []
     if family == "conv_depthwise" and len(shape) == 4:  # (N, C, H, W), one channel per group, as large as its input
         copies = onednn_copies(tuple(shape), 1, tuple(shape))
-    elif family == "conv" and name == "conv2d" and len(shape) == 5:
-        batch, c_in, c_out, _, size = shape
-        copies = onednn_copies((batch, c_in, size, size), c_in, (batch, c_out, size, size))
+    elif family in ("conv", "conv1d") and name in ("conv2d", "conv1d") and len(shape) == 5:
+        copies = onednn_copies(conv_input_shape(family, shape), shape[1], conv_output_shape(family, shape))
     else:
         copies = []
     return buffers + [4.0 * math.prod(c) for c in copies]
@@ -245,13 +242,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
     out += [Point(family, name, n=n, x=x, shape=shape) for family, name, n, x, shape in layer_points(plan.sizes)]
-    backends = CONV_BACKENDS if device == "cpu" else CONV_BACKENDS[:1]  # oneDNN or not: a CPU choice
-    for name, batches in zip(backends, (plan.conv_batches, plan.native_batches)):
-        for size, (c_in, c_out, kernel), batch in itertools.product(plan.conv_sizes, plan.conv_channels, batches):
-            forward = 2.0 * batch * size * size * c_in * kernel * kernel * c_out
-            for family, flops in (("conv", forward), ("conv_backward", 2 * forward)):  # input and weight gradients
-                out.append(Point(family, name, m=batch * size * size, x=flops,
-                                 shape=(batch, c_in, c_out, kernel, size)))
+    out += [Point(family, name, m=m, x=x, shape=shape) for family, name, m, x, shape in conv_points(plan, device)]
     for b, h, s, d in plan.attention_shapes:
         q = (b, h, s, d)
         out.append(Point("attention", "sdpa", x=attention_flops("sdpa", (q, q, q)), shape=q))
@@ -407,40 +398,6 @@ def _memory_step(point: Point, device: str) -> Callable[[], object]:
     raise ValueError(f"unknown primitive {point.name!r}")
 
 
-def _conv_step(point: Point, device: str) -> Callable[[], object]:
-    import torch
-
-    batch, c_in, c_out, kernel, size = point.shape
-    x = torch.randn(batch, c_in, size, size, device=device)
-    w = torch.randn(c_out, c_in, kernel, kernel, device=device)
-    bias = torch.randn(c_out, device=device)
-    pad = kernel // 2
-    if point.family == "conv":
-        def forward():
-            return torch.conv2d(x, w, bias, padding=pad)
-
-        call = forward
-    else:
-        grad = torch.conv2d(x, w, bias, padding=pad)
-        backward = torch.ops.aten.convolution_backward.default
-
-        def call():
-            return backward(grad, x, w, [c_out], [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, True])
-    if point.name != "conv2d_native":
-        return call
-    set_mkldnn, enabled = torch._C._set_mkldnn_enabled, torch._C._get_mkldnn_enabled
-
-    def native():  # oneDNN off for this call only (a C flag: well under a microsecond)
-        before = enabled()
-        set_mkldnn(False)
-        try:
-            return call()
-        finally:
-            set_mkldnn(before)
-
-    return native
-
-
 def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_factor: float = 2.0,
               cache: dict = None) -> Callable[[], object]:
     """The step function timing ``point`` on ``device`` (inputs allocated now, reused every call;
@@ -455,8 +412,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return layer_step(point.family, point.shape, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng"):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward"):
-        return _conv_step(point, device)
+    if point.family in ("conv", "conv_backward", "conv1d"):
+        return conv_step(point.family, point.name, point.shape, device)
     if point.family == "attention":
         q, k, v = (torch.randn(point.shape, device=device) for _ in range(3))
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)

@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .conv_grids import conv_grid_seconds, sized_grids
 from .gpu_ops import host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
@@ -346,61 +347,6 @@ def _both_gradients(row: Mapping, dims: tuple) -> tuple:
     return (dims[0], both), min(dims[1] / both, 1.0)
 
 
-def _sized_grids(profile: Profile, base: str) -> dict:
-    """``{image side: grid}`` of the profile's grids named ``base@side`` (an older profile's single
-    ``base`` grid: side 0)."""
-    out = {}
-    for key, grid in profile.grids.items():
-        stem, _, side = key.partition("@")
-        if stem == base:
-            out[int(side) if side else 0] = grid
-    return {s: g for s, g in out.items() if s} or out
-
-
-def _conv_side(row: Mapping) -> float:
-    """The side of the convolution's square-equivalent output image (the gradient's, for a backward op)."""
-    backward = "backward" in str(row.get("op", ""))
-    shapes = (row.get("input_shapes") or ()) if backward else (row.get("output_shapes") or ())
-    out = tuple(shapes[0]) if shapes else ()
-    return math.sqrt(_prod(out[2:])) if len(out) > 2 else 0.0
-
-
-def _conv_grid_time(profile: Profile, base: str, dims: tuple, side: float):
-    """Seconds from the ``base`` grids at ``dims``, interpolated in log time against log image side
-    between the two calibrated sides around ``side`` (the nearest one outside them); None without any.
-    A native grid (``*_native``) is continued below its fewest output pixels (:func:`_below_fewest_pixels`)."""
-    grids = _sized_grids(profile, base)
-    if not grids:
-        return None
-    at = _below_fewest_pixels if base.endswith("_native") else (lambda grid, m, kn: grid(m, kn))
-    sides = sorted(grids)
-    if len(sides) == 1 or side <= 0:
-        return at(grids[sides[0]], *dims)
-    lo = max([s for s in sides if s <= side], default=sides[0])
-    hi = min([s for s in sides if s >= side], default=sides[-1])
-    if lo == hi:
-        return at(grids[lo], *dims)
-    w = math.log(side / lo) / math.log(hi / lo)
-    return math.exp((1 - w) * math.log(at(grids[lo], *dims)) + w * math.log(at(grids[hi], *dims)))
-
-
-def _below_fewest_pixels(grid, m: float, kn: float) -> float:
-    """A native (im2col + GEMM) convolution grid at ``m`` output pixels, continued below its smallest
-    ``m`` by the power law of its first two rows (exponent held in [0, 1]), not clamped to it.
-
-    The native path runs a single small image: its pixels are the GEMM's columns, and its time falls with
-    them from the grid's first row down (the VM, 2 threads: a 1-D convolution of 32 → 64 channels over
-    128 steps, ``m`` = 128, takes 20.5 µs, where the 16×16-image grid's first row, ``m`` = 256, reads 44
-    µs). oneDNN's grids stay clamped: a small image's time there is the kernel's fixed cost (the 5×5
-    convolutions of LeNet-5 at ``m`` = 100: 68 µs measured, 65.5 predicted from the first row)."""
-    m0 = grid.m[0]
-    if m >= m0 or len(grid.m) < 2:
-        return grid(m, kn)
-    t0, t1 = grid(m0, kn), grid(grid.m[1], kn)
-    exponent = min(max(math.log(t1 / t0) / math.log(grid.m[1] / m0), 0.0), 1.0)
-    return t0 * (m / m0) ** exponent
-
-
 def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bool):
     """Seconds from the family's calibration, or None when the profile lacks it."""
     if family == "matmul":
@@ -412,15 +358,13 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
         grid = grid or profile.grids.get("matmul")
         return None if dims is None or grid is None else grid(*dims)
-    if family in ("conv", "conv_backward") and _sized_grids(profile, family):
+    if family in ("conv", "conv_backward") and sized_grids(profile, family):
         dims = conv_dims(row)
         if dims is None:
             return None
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
         native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
-        seconds = _conv_grid_time(profile, f"{family}_native", dims, _conv_side(row)) if native else None
-        seconds = seconds if seconds is not None else _conv_grid_time(profile, family, dims, _conv_side(row))
-        return seconds * share
+        return conv_grid_seconds(profile, family, row, dims, native) * share
     if family in ("conv", "conv_backward", "attention"):
         x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
              else float(row.get("flops") or 0))

@@ -1,0 +1,85 @@
+"""Convolutions costed on a calibration's grids: one grid per image side (2-D) or sequence length (1-D),
+as PyTorch picks the kernel or on its native path (:mod:`crossover.opcost.conv_primitives`). Pure.
+
+A 1-D convolution row (a 3-D input) is costed on the ``conv1d`` grids where the profile has them, else,
+as before them, on the 2-D grids at the side of a square of as many pixels as its output's steps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional
+
+from .profiles import Profile
+
+__all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds"]
+
+
+def sized_grids(profile: Profile, base: str) -> dict:
+    """``{image side: grid}`` of the profile's grids named ``base@side`` (an older profile's single
+    ``base`` grid: side 0)."""
+    out = {}
+    for key, grid in profile.grids.items():
+        stem, _, side = key.partition("@")
+        if stem == base:
+            out[int(side) if side else 0] = grid
+    return {s: g for s, g in out.items() if s} or out
+
+
+def conv_side(row: Mapping) -> float:
+    """The side of the convolution's square-equivalent output image (the gradient's, for a backward op)."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = (row.get("input_shapes") or ()) if backward else (row.get("output_shapes") or ())
+    out = tuple(shapes[0]) if shapes else ()
+    return math.sqrt(math.prod(out[2:])) if len(out) > 2 else 0.0
+
+
+def conv_grid_time(profile: Profile, base: str, dims: tuple, side: float):
+    """Seconds from the ``base`` grids at ``dims``, interpolated in log time against log image side
+    between the two calibrated sides around ``side`` (the nearest one outside them); None without any.
+    A native grid (``*_native``) is continued below its fewest output pixels (:func:`below_fewest_pixels`)."""
+    grids = sized_grids(profile, base)
+    if not grids:
+        return None
+    at = below_fewest_pixels if base.endswith("_native") else (lambda grid, m, kn: grid(m, kn))
+    sides = sorted(grids)
+    if len(sides) == 1 or side <= 0:
+        return at(grids[sides[0]], *dims)
+    lo = max([s for s in sides if s <= side], default=sides[0])
+    hi = min([s for s in sides if s >= side], default=sides[-1])
+    if lo == hi:
+        return at(grids[lo], *dims)
+    w = math.log(side / lo) / math.log(hi / lo)
+    return math.exp((1 - w) * math.log(at(grids[lo], *dims)) + w * math.log(at(grids[hi], *dims)))
+
+
+def below_fewest_pixels(grid, m: float, kn: float) -> float:
+    """A native (im2col + GEMM) convolution grid at ``m`` output pixels, continued below its smallest
+    ``m`` by the power law of its first two rows (exponent held in [0, 1]), not clamped to it.
+
+    The native path runs a single small image: its pixels are the GEMM's columns, and its time falls with
+    them from the grid's first row down (the VM, 2 threads: a 1-D convolution of 32 → 64 channels over
+    128 steps, ``m`` = 128, takes 20.5 µs, where the 16×16-image grid's first row, ``m`` = 256, reads 44
+    µs). oneDNN's grids stay clamped: a small image's time there is the kernel's fixed cost (the 5×5
+    convolutions of LeNet-5 at ``m`` = 100: 68 µs measured, 65.5 predicted from the first row)."""
+    m0 = grid.m[0]
+    if m >= m0 or len(grid.m) < 2:
+        return grid(m, kn)
+    t0, t1 = grid(m0, kn), grid(grid.m[1], kn)
+    exponent = min(max(math.log(t1 / t0) / math.log(grid.m[1] / m0), 0.0), 1.0)
+    return t0 * (m / m0) ** exponent
+
+
+def _is_1d(row: Mapping) -> bool:
+    shapes = row.get("input_shapes") or ()
+    return "backward" not in str(row.get("op", "")) and bool(shapes) and len(tuple(shapes[0])) == 3
+
+
+def conv_grid_seconds(profile: Profile, family: str, row: Mapping, dims: tuple, native: bool) -> Optional[float]:
+    """Seconds of a convolution row of ``dims`` (``(M, K·N)``) on the profile's grids of ``family``
+    (``conv`` or ``conv_backward``), on the native path's grids where ``native`` (and the profile has
+    them); a forward 1-D convolution on the ``conv1d`` grids at its output's length where it has those."""
+    base = "conv1d" if family == "conv" and _is_1d(row) and sized_grids(profile, "conv1d") else family
+    side = float(tuple((row.get("output_shapes") or [()])[0])[-1]) if base == "conv1d" else conv_side(row)
+    seconds = conv_grid_time(profile, f"{base}_native", dims, side) if native else None
+    return seconds if seconds is not None else conv_grid_time(profile, base, dims, side)

@@ -1,0 +1,101 @@
+"""The convolution primitives of a calibration: what is timed and how (pure planning; torch only inside the steps).
+
+- ``conv`` / ``conv_backward``: 2-D convolutions of square images at each of the plan's sides, forward and
+  both gradients, each ``(C_in, C_out, k)`` of the plan at each of its batches;
+- ``conv1d``: 1-D convolutions over sequences, forward (``nn.Conv1d``'s shapes: a kernel of ``k`` steps,
+  where a 2-D grid's cells at the same ``C_in·k·C_out`` have ``k²``-pixel kernels, so more work per
+  output and another oneDNN kernel). On the 2-core VM at one thread a 1-D CNN's convolutions costed on
+  the 2-D grid read 35% over at batch 1 and 29% under at batch 512 (``experiments/zoo/conv1d_sequence.py``,
+  whose shapes these are not: ``(8, 32, 5)`` and ``(32, 64, 5)`` over 256 and 128 steps).
+
+Each comes as PyTorch picks the kernel (oneDNN wherever its rule allows) and, on a CPU, with oneDNN
+switched off (``*_native``: the im2col + GEMM path PyTorch takes for a single small image; see
+:func:`crossover.opcost.op_costs.conv_backend`). A primitive's ``shape`` is ``(batch, C_in, C_out, k,
+side)``, ``side`` the image's side (2-D) or the sequence's length (1-D); its ``m`` the output pixels or
+steps of the batch, its ``x`` the FLOPs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+__all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH", "CONV1D_BATCHES", "conv_points",
+           "conv_step", "conv_output_shape", "conv_input_shape"]
+
+#: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
+CONV_BACKENDS = ("conv2d", "conv2d_native")
+#: The 1-D primitives' names.
+CONV1D_BACKENDS = ("conv1d", "conv1d_native")
+#: ``(C_in, C_out, k)`` of the 1-D primitives (none of the zoo's shapes).
+CONV1D_CHANNELS = ((4, 16, 7), (16, 48, 3), (48, 96, 5))
+#: Their sequences' length (padded: the output as long), and the batches of each backend.
+CONV1D_LENGTH = 200
+CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
+
+
+def conv_points(plan, device: str = "cpu") -> list:
+    """``(family, name, m, x, shape)`` of every convolution primitive of ``plan`` on ``device``."""
+    out = []
+    backends = CONV_BACKENDS if device == "cpu" else CONV_BACKENDS[:1]  # oneDNN or not: a CPU choice
+    for name, batches in zip(backends, (plan.conv_batches, plan.native_batches)):
+        for size, (c_in, c_out, kernel), batch in itertools.product(plan.conv_sizes, plan.conv_channels, batches):
+            forward = 2.0 * batch * size * size * c_in * kernel * kernel * c_out
+            for family, flops in (("conv", forward), ("conv_backward", 2 * forward)):  # input and weight gradients
+                out.append((family, name, batch * size * size, flops, (batch, c_in, c_out, kernel, size)))
+    if not plan.conv1d:
+        return out
+    for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):
+        for (c_in, c_out, kernel), batch in itertools.product(CONV1D_CHANNELS, batches):
+            m = batch * CONV1D_LENGTH
+            out.append(("conv1d", name, m, 2.0 * m * c_in * kernel * c_out, (batch, c_in, c_out, kernel, CONV1D_LENGTH)))
+    return out
+
+
+def conv_input_shape(family: str, shape) -> tuple:
+    """The input tensor's shape of a convolution primitive of ``shape`` (see the module docstring)."""
+    batch, c_in, _, _, side = shape
+    return (batch, c_in, side) if family == "conv1d" else (batch, c_in, side, side)
+
+
+def conv_output_shape(family: str, shape) -> tuple:
+    """The output's shape (a backward primitive's: its input gradient's, as large as the input)."""
+    batch, c_in, c_out, _, side = shape
+    channels = c_in if family == "conv_backward" else c_out
+    return (batch, channels, side) if family == "conv1d" else (batch, channels, side, side)
+
+
+def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object]:
+    """The call timing one convolution primitive (inputs allocated now, reused every call)."""
+    import torch
+
+    batch, c_in, c_out, kernel, size = shape
+    one_d = family == "conv1d"
+    x = torch.randn(conv_input_shape(family, shape), device=device)
+    w = torch.randn((c_out, c_in, kernel) if one_d else (c_out, c_in, kernel, kernel), device=device)
+    bias = torch.randn(c_out, device=device)
+    pad = kernel // 2
+    if family in ("conv", "conv1d"):
+        conv = torch.conv1d if one_d else torch.conv2d
+
+        def call():
+            return conv(x, w, bias, padding=pad)
+    else:
+        grad = torch.conv2d(x, w, bias, padding=pad)
+        backward = torch.ops.aten.convolution_backward.default
+
+        def call():
+            return backward(grad, x, w, [c_out], [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, True])
+    if not name.endswith("_native"):
+        return call
+    set_mkldnn, enabled = torch._C._set_mkldnn_enabled, torch._C._get_mkldnn_enabled
+
+    def native():  # oneDNN off for this call only (a C flag: well under a microsecond)
+        before = enabled()
+        set_mkldnn(False)
+        try:
+            return call()
+        finally:
+            set_mkldnn(before)
+
+    return native
