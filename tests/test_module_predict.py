@@ -223,7 +223,7 @@ def test_a_gpu_products_host_cost_follows_its_own_shape():
     gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US)
     gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul=grid))
     assert host_floor_s(gpu, "matmul") == pytest.approx(11 * US)  # no shape: the smallest time, as before
-    assert host_floor_s(gpu, "matmul", (64.0, 256.0), bias=False) == pytest.approx(21 * US)  # no matmul_host grid
+    assert host_floor_s(gpu, "matmul", (64.0, 256.0), bias=False) == pytest.approx(11 * US)  # no matmul_host grid
     bias_free = Grid((1.0, 64.0), (4096.0, 16384.0), ((12 * US,) * 2, (15 * US,) * 2))
     gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul_host=bias_free))
     addmm = dict(op="aten.addmm.default", kind="matmul", output_shapes=((64, 16),), flops=2.0 * 64 * 16 * 16,

@@ -23,10 +23,11 @@ def test_accuracy_per_entry_and_the_target_count():
     assert table.loc["mnist_mlp", "median_pct"] == pytest.approx(5.0)
     assert table.loc["lenet5", "worst_pct"] == pytest.approx(30.0)
     assert table.loc["lenet5", "inside_pct"] == pytest.approx(75.0)
-    macros = {m.name: m.text for m in zoo_macros(zoo)}
+    macros = {m.name: m.text for m in zoo_macros(zoo.assign(threads=1))}
     assert macros["ZooWithinTarget"] == "1" and macros["ZooEntries"] == "2" and macros["ZooPoints"] == "8"
-    assert macros["ZooMnistForwardMedian"] == "5" and macros["ZooLenetWorst"] == "30"
-    assert macros["ZooTransformerMedian"] == DASH  # not measured
+    assert macros["ZooOneMnistForwardMedian"] == "5" and macros["ZooOneLenetWorst"] == "30"
+    assert macros["ZooBelow"] == "3"  # the predictions under the measurement
+    assert macros["ZooOneTransformerMedian"] == DASH and macros["ZooTwoMnistForwardMedian"] == DASH  # not measured
 
 
 def test_no_zoo_gives_dashes_and_the_table_references_every_entry(tmp_path):
@@ -41,4 +42,4 @@ def test_the_shipped_zoo_is_read_with_its_machine():
     from crossover.cli.args import DEFAULT_RESULTS
 
     zoo = read_zoo([DEFAULT_RESULTS])
-    assert set(zoo["machine"]) == {"amd-epyc-2c"} and len(zoo) == 20
+    assert set(zoo["machine"]) == {"amd-epyc-2c"} and set(zoo["threads"]) == {1, 2} and len(zoo) == 72

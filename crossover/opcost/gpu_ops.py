@@ -23,17 +23,19 @@ _FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("co
 
 def host_floor_s(profile: Profile, family: str, dims: Optional[tuple] = None, *, bias: bool = True) -> float:
     """On a GPU, the host's seconds per op of ``family``: its calibration's time at the smallest size, or
-    for a matrix product of known ``dims`` (``(M, K·N)``) its own (:func:`matmul_host_s`): on the grid of
-    bias-free products (``matmul_host``) for one without ``bias`` where the profile has it, else on the
-    products with bias that every calibration has.
+    for a matrix product of known ``dims`` (``(M, K·N)``) its own (:func:`matmul_host_s`) on the grid of
+    its kind: products with bias (``matmul``, every calibration) or without (``matmul_host``; a profile
+    without it: the smallest time, since a bias-free product does not take cuBLASLt's bias epilogue,
+    whose host work jumps at 32 rows: the toy's GPU steps, all bias-free, cost the same per layer from 2
+    rows to 2048 on the H200).
 
     Queued calls of a tiny kernel run at the rate the host issues them, so that time is the host's
     work per call: a cuBLAS product (~11 µs on an H100 host) or a cuDNN convolution (~19 µs) costs it
     more than an elementwise kernel (~7 µs). 0 for a family the profile has no calibration of.
     """
-    if family == "matmul" and dims is not None and "matmul" in profile.grids:
-        grid = profile.grids.get("matmul_host") if not bias else None
-        return matmul_host_s(grid or profile.grids["matmul"], *dims)
+    grid = profile.grids.get("matmul" if bias else "matmul_host")
+    if family == "matmul" and dims is not None and grid is not None:
+        return matmul_host_s(grid, *dims)
     grids = [grid for name, grid in profile.grids.items()
              if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
     if grids:
