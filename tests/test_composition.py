@@ -376,3 +376,12 @@ def test_a_1d_convolution_is_costed_on_the_1d_grids_where_the_profile_has_them()
         m, kn = batch * 256.0, 8 * 5 * 32.0
         assert op_cost(with_1d, row).host_s == pytest.approx(grid(m, kn))
         assert op_cost(base, row).host_s == pytest.approx(two_d(m, kn))
+        assert (op_cost(with_1d, row).family, op_cost(base, row).family) == ("conv1d", "conv")
+    # the composition's conv_forward_extra, fitted on the reference CNN's 2-D convolutions, scales a 1-D
+    # convolution costed on the 2-D grids (as before the 1-D primitives), not one costed on its own grid
+    from crossover.opcost.module_predict import step_prediction
+
+    for profile, scaled in ((with_1d, False), (base, True)):
+        extra = dataclasses.replace(profile, conv_forward_extra=0.5)
+        steps = [step_prediction(p, rows, module_calls=1, n_params=2, param_bytes=0)["latency_s"] for p in (profile, extra)]
+        assert (steps[1] > steps[0] * 1.1) == scaled

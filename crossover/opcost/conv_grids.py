@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 from .profiles import Profile
 
-__all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds"]
+__all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -70,16 +70,19 @@ def below_fewest_pixels(grid, m: float, kn: float) -> float:
     return t0 * (m / m0) ** exponent
 
 
-def _is_1d(row: Mapping) -> bool:
+def uses_1d_grids(profile: Profile, row: Mapping) -> bool:
+    """Whether a convolution row is costed on the profile's ``conv1d`` grids: a forward 1-D convolution
+    (a 3-D input) where the profile has them. Such a row's family is ``conv1d``: the composition's
+    ``conv_forward_extra``, fitted on the reference CNN's 2-D convolutions, is not applied to it."""
     shapes = row.get("input_shapes") or ()
-    return "backward" not in str(row.get("op", "")) and bool(shapes) and len(tuple(shapes[0])) == 3
+    one_d = "backward" not in str(row.get("op", "")) and bool(shapes) and len(tuple(shapes[0])) == 3
+    return one_d and bool(sized_grids(profile, "conv1d"))
 
 
 def conv_grid_seconds(profile: Profile, family: str, row: Mapping, dims: tuple, native: bool) -> Optional[float]:
     """Seconds of a convolution row of ``dims`` (``(M, K·N)``) on the profile's grids of ``family``
-    (``conv`` or ``conv_backward``), on the native path's grids where ``native`` (and the profile has
-    them); a forward 1-D convolution on the ``conv1d`` grids at its output's length where it has those."""
-    base = "conv1d" if family == "conv" and _is_1d(row) and sized_grids(profile, "conv1d") else family
-    side = float(tuple((row.get("output_shapes") or [()])[0])[-1]) if base == "conv1d" else conv_side(row)
-    seconds = conv_grid_time(profile, f"{base}_native", dims, side) if native else None
-    return seconds if seconds is not None else conv_grid_time(profile, base, dims, side)
+    (``conv``, ``conv_backward`` or ``conv1d``: a 1-D one at its output's length), on the native path's
+    grids where ``native`` (and the profile has them)."""
+    side = float(tuple((row.get("output_shapes") or [()])[0])[-1]) if family == "conv1d" else conv_side(row)
+    seconds = conv_grid_time(profile, f"{family}_native", dims, side) if native else None
+    return seconds if seconds is not None else conv_grid_time(profile, family, dims, side)

@@ -18,7 +18,7 @@ __all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "c
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
-_FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",)}
+_FAMILY_GRIDS = {"matmul": ("matmul",), "conv": ("conv",), "conv_backward": ("conv_backward",), "conv1d": ("conv1d",)}
 
 
 def host_floor_s(profile: Profile, family: str, dims: Optional[tuple] = None, *, bias: bool = True) -> float:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .conv_grids import conv_grid_seconds, sized_grids
+from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
 from .gpu_ops import host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
@@ -51,7 +51,7 @@ __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers",
 #: Families whose time beyond the floor is memory traffic, and compute.
 MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic",
                    *LAYER_FAMILIES)
-COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "attention")
+COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "conv1d", "attention")
 
 #: Ops of kind ``other`` (or with their own costing) that a bandwidth curve covers, by family.
 _KNOWN_OTHER = {
@@ -358,7 +358,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
         grid = grid or profile.grids.get("matmul")
         return None if dims is None or grid is None else grid(*dims)
-    if family in ("conv", "conv_backward") and sized_grids(profile, family):
+    if family in ("conv", "conv_backward", "conv1d") and sized_grids(profile, family):
         dims = conv_dims(row)
         if dims is None:
             return None
@@ -420,6 +420,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
+    if family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
+        family = "conv1d"
     layer = layer_family(row, name, inference=inference, device=profile.device)
     if layer in profile.curves:  # calibrated (a profile from before these primitives: the family as before)
         family = layer
