@@ -11,8 +11,10 @@
 #   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu), and of the
 #                   host CPU at one thread (profiles-1t/cpu)
 #   zoo.tgz         every zoo model measured on each device (`measure --model --json`) and predicted from
-#                   the two profiles (`predict --model --json`); zoo-1t/ the CPU side at one thread;
-#                   zoo-cuda-again/ the launch-bound models' GPU side again, in a GPU-only process
+#                   the two profiles (`predict --model --json`), after the calibration's reference models
+#                   measured again in the zoo's process (measure-reference_*: the process's share of a miss);
+#                   zoo-1t/ the CPU side at one thread; zoo-cuda-again/ the launch-bound models' GPU side
+#                   again, in a GPU-only process
 #   peaks.json      the devices' measured peaks
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
 #                   step pays that the calibration's queued primitives do not), then the host CPU's
@@ -71,13 +73,13 @@ stage calibrate-cpu 100 $PY -m crossover calibrate --device cpu --quick --out "$
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
-stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles"
+stage zoo 41 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
 stage calibrate-cpu-1t 125 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 40 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5
+stage zoo-cpu-1t 42 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
@@ -95,7 +97,7 @@ if [ "$cuda" = 1 ]; then
     # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
     # 12%; how far one process's launch path differs from another's (the first visit's
     # bench_interference.py found no slowdown from CPU work measured just before).
-    stage zoo-cuda-again 20 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --profiles "$work/profiles"
+    stage zoo-cuda-again 12 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
     stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"

@@ -88,6 +88,46 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
     return rows
 
 
+def measure_references(out: Path, devices, profiles: Path, rounds: int, rows: list) -> list:
+    """The calibration's reference models (``crossover.opcost.calibration_plan.REFERENCE_MODELS``, at the
+    quick plan's batch sizes, forward and training steps) measured again in this process, on each device,
+    beside what the calibration measured of them (``profiles/<device>/profile.json``'s
+    ``reference_models``): whether a zoo model's miss is the model's or the process's. On the H100's third
+    visit the MNIST MLP's forward GPU step read 155 µs in the zoo's process where the calibration's
+    reference MLP, with more ops of the same kinds, read 85 µs in its own. Appends rows whose
+    ``predicted_s`` is the calibration's measurement; returns ``rows``."""
+    import torch
+
+    from crossover.jsonable import to_jsonable
+    from crossover.measurement.module_rounds import measure_module
+    from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, reference_model
+
+    batches = {}
+    for name, batch in PLANS["quick"].reference_models:
+        batches.setdefault(name, []).append(batch)
+    for device in devices:
+        profile = profiles / device / "profile.json"
+        known = json.loads(profile.read_text()).get("reference_models", []) if profile.is_file() else []
+        calibrated = {(r["model"], r["workload"], int(r["batch_size"])): r["measured_s"] for r in known}
+        for name, sizes in batches.items():
+            for workload in ("forward", "train"):
+                frame = measure_module(reference_model(name), REFERENCE_MODELS[name], sizes, device=device,
+                                       workload=workload, rounds=rounds)
+                points = frame.drop(columns=["elapsed_s"]).to_dict("records")
+                data = {"model": f"reference:{name}", "input_shape": list(REFERENCE_MODELS[name]), "workload": workload,
+                        "device": device, "threads": torch.get_num_threads(), "rounds": rounds, "statistic": "p10",
+                        "points": points, "calibration_measured_s": {str(b): calibrated.get((name, workload, b))
+                                                                      for b in sizes}}
+                (out / f"measure-reference_{name}-{workload}-{device}.json").write_text(
+                    json.dumps(to_jsonable(data), indent=2))
+                for point in points:
+                    rows.append(dict(model=f"reference_{name}", workload=workload, device=device,
+                                     batch_size=point["batch_size"], measured_s=point["latency_s"],
+                                     predicted_s=calibrated.get((name, workload, point["batch_size"]))))
+        print(f"reference models on {device}: measured", flush=True)
+    return rows
+
+
 def summary(rows: list) -> str:
     """The zoo's table: per model and device, the median and worst |predicted / measured - 1|."""
     import pandas as pd
@@ -97,6 +137,8 @@ def summary(rows: list) -> str:
     frame = pd.DataFrame(rows)
     frame["error_pct"] = 100 * (frame["predicted_s"].astype(float) / frame["measured_s"] - 1)
     lines = ["## The zoo (latency: 10th percentile of the pooled repeats)", "",
+             "(reference_mlp, reference_cnn: the calibration's reference models measured again in this process; their "
+             "'error' is this process's measurement against the calibration's own, not a prediction)", "",
              "| model | workload | device | measured (µs) by batch | median / worst error |",
              "| --- | --- | --- | --- | --- |"]
     for (model, workload, device), group in frame.groupby(["model", "workload", "device"], sort=False):
@@ -159,6 +201,9 @@ def main(argv=None) -> int:
                         help="comma-separated zoo models (default: every model; with --profile-steps mnist_mlp,toy)")
     parser.add_argument("--batches", default=None,
                         help="with --profile-steps: comma-separated batch sizes (default 1 on a GPU, 1,8 on a CPU)")
+    parser.add_argument("--references", action="store_true",
+                        help="first measure the calibration's reference models again in this process, beside the "
+                             "calibration's own measurement of them (profiles/<device>/profile.json)")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
@@ -174,6 +219,8 @@ def main(argv=None) -> int:
         return 0
     rows = []
     try:
+        if args.references:
+            measure_references(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows)
         measure_zoo(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows,
                     names=set(args.models.split(",")) if args.models else None)
     finally:  # a stage stopped at its limit (SIGINT) still writes what it measured
