@@ -46,6 +46,22 @@ def _row(name, seconds, *, n=0, family="overhead", m=0, k=0, x=0.0, cold=False, 
                 calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
 
 
+def test_each_reference_step_is_visited_as_often_a_round_as_the_plan_says(tmp_path):
+    """The quick and full plans visit each reference step twice a round (a 2-thread visit on the VM runs
+    in one of the host's modes for its whole length); the visits pool under the step's key."""
+    assert PLANS["quick"].reference_visits == PLANS["full"].reference_visits == 2
+    twice = dataclasses.replace(TINY, reference_visits=2)
+    run_calibration("cpu", tmp_path / "p", plan=twice, machine="tiny")
+    rows = read_calibration(tmp_path / "p")
+    models = [r for r in rows if r["family"] == "model"]
+    per_round = {}
+    for r in models:
+        per_round[(r["round"], r["key"])] = per_round.get((r["round"], r["key"]), 0) + 1
+    assert set(per_round.values()) == {2} and len(per_round) == 2 * 2  # 2 rounds x (forward, train)
+    assert len(rows) == 2 * (len(points(twice)) + 1 + 2)
+    assert load_profile(tmp_path / "p").meta["reference_models"]  # pooled: one report per step
+
+
 def test_overheads_are_derived_from_the_chains():
     us = 1e-6
     rows = [_row("dispatch", 1 * us), _row("view", 0.5 * us), _row("module_call", 0.8 * us),

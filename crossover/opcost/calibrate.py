@@ -121,6 +121,9 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         pools = {}
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
+        # each reference step visited plan.reference_visits times a round (pooled under its key)
+        steps += [step for step, p in zip(steps, plan_points) if p.family in ("model", SYNCED_MODEL)
+                  for _ in range(plan.reference_visits - 1)]
         extra_keys = {key for key, _ in extra_steps}
         reference = reference_point(device)
         if extra_keys & ({key for key, _ in steps} | {reference.key}):
