@@ -353,11 +353,7 @@ def test_a_cpu_recurrent_steps_terms_are_fitted_on_the_primitives_and_cost_each_
     assert fitted == pytest.approx(truth, rel=1e-6)
     assert fit_cpu_recurrent(cells[:3]) == {}  # fewer primitives than terms: no fit (the curve stays)
     cpu = synthetic_profile("cpu", dispatch_s=2 * US, flop_rate=1e10)
-    from crossover.opcost.profiles import Curve
-
-    # a calibration has both (the curve, from before the terms, is what an older profile is costed on)
-    cpu = dataclasses.replace(cpu, overheads=dict(cpu.overheads, **fitted),
-                              curves=dict(cpu.curves, rnn=Curve((1e3, 1e9), (50 * US, 5e-3))))
+    cpu = dataclasses.replace(cpu, overheads=dict(cpu.overheads, **fitted))  # the terms alone: no curve needed
     model = nn.GRU(32, 64, batch_first=True)
     row = predict_module(model, sample_shape=(50, 32), batch_sizes=(512,), profiles=[cpu], warn=False).iloc[0]
     per_step = sum(truth[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(512, 32, 64)))

@@ -14,7 +14,9 @@ from typing import Mapping, Optional
 
 from .profiles import Profile
 
-__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "cpu_recurrent_features", "fit_cpu_recurrent", "fused_recurrent_row", "recurrent_cost", "gru_flops", "RNN_WARNING", "CPU_RNN_STEPS"]
+__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "cpu_recurrent_features",
+           "fit_cpu_recurrent", "costs_recurrent_whole", "fused_recurrent_row", "recurrent_cost", "gru_flops",
+           "RNN_WARNING", "CPU_RNN_STEPS"]
 
 
 #: Which calibrated grids hold a family's times (by the grid names' part before any ``@side``).
@@ -149,6 +151,14 @@ def gru_flops(batch: int, steps: int, width: int, hidden: int, gates: int = 3) -
     """FLOPs of one recurrent layer's products (input projections and recurrent products, all steps):
     ``gates`` = 3 for a GRU, 4 for an LSTM, 1 for a plain RNN."""
     return 2.0 * batch * steps * (width + hidden) * gates * hidden
+
+
+def costs_recurrent_whole(profile: Profile) -> bool:
+    """Whether ``profile`` costs a recurrent layer as one call (:func:`recurrent_cost`): a GPU's (cuDNN's
+    fused call, calibrated or not), a CPU's with the GRU primitives' step terms or curve; else the trace's
+    per-step ops are summed."""
+    return (profile.device == "cuda" or "rnn" in profile.curves
+            or all(t in profile.overheads for t in CPU_RNN_TERMS))
 
 
 def recurrent_cost(profile: Profile, row: Mapping) -> dict:

@@ -5,7 +5,8 @@
 every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 
 - on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
-  convolution's times ``1 + conv_forward_extra`` and a backward kernel's other than a convolution's
+  2-D convolution's times ``1 + conv_forward_extra`` (fitted on the reference CNN's; a 1-D one costed on
+  its own grids is not scaled) and a backward kernel's other than a convolution's
   times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
   reference models; on a GPU these scale kernel time), plus per step the host work no
   op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
@@ -18,7 +19,8 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 - on a GPU, a synchronised step (one request served, what ``measure`` times):
   ``max(host time, device kernel time) + step_sync_s``, where the host time is per op its family's
   host floor (:func:`crossover.opcost.op_costs.op_cost`: what a tiny op of the family costs the host,
-  a cuBLAS product more than an elementwise kernel) plus the same host work, the kernel times come
+  a cuBLAS product more than an elementwise kernel, a product with bias at its own shape:
+  :func:`crossover.opcost.gpu_ops.matmul_host_s`) plus the same host work, the kernel times come
   from CUDA-event calibrations, and ``step_sync_s`` is what one synchronised launch pays beyond its
   dispatch (``sync_s`` for calibrations from before that primitive); plus the host→device copy of the
   input when ``transfer=True``. The composition terms of a GPU profile are fitted on the reference
@@ -42,7 +44,7 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 from ..crossings import log_crossings
-from .gpu_ops import fused_recurrent_row
+from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
 from .op_costs import fresh_bytes, op_cost
 from .profiles import Profile, load_profiles
 
@@ -307,7 +309,7 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
         input_bytes = batch_size * math.prod(shape) * element
         for profile in profiles:
             # a recurrent layer as one call where the profile timed one (a GPU's cuDNN, a CPU's C++ loop)
-            whole = profile.device == "cuda" or "rnn" in profile.curves
+            whole = costs_recurrent_whole(profile)
             step = step_prediction(profile, fused if whole else records, module_calls=calls,
                                    n_params=n_params, param_bytes=param_bytes,
                                    input_bytes=input_bytes, transfer=transfer, top=top)

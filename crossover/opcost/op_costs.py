@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
-from .gpu_ops import host_floor_s, recurrent_cost
+from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
 from .profiles import Profile
 
@@ -410,7 +410,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     launches = int(row.get("launches", 1) or 0)
     if row.get("kind") == "view" or launches == 0:
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
-    if row.get("kind") == "rnn" and (on_gpu or "rnn" in profile.curves):
+    if row.get("kind") == "rnn" and costs_recurrent_whole(profile):
         return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = _fused_rows(name, row)
     if fused is not None:
