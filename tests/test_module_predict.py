@@ -379,3 +379,26 @@ def test_a_cpu_profile_with_a_recurrent_primitive_costs_the_layer_whole_per_time
         assert row["latency_s"] == pytest.approx(expected + row["overhead_s"], rel=1e-9)
     plain = predict_module(model, sample_shape=(12, 8), batch_sizes=(4,), profiles=[cpu], warn=False).iloc[0]
     assert plain["launches"] > 12 * 3  # without the primitive: the per-step ops the trace records
+
+
+def test_page_faults_of_large_buffers_widen_the_interval_down_and_warn():
+    """A CPU step's buffers of 32 MiB or more cost ``fresh_byte_s`` each byte; whether a process pays it
+    depends on its heap, so the interval's low end is the step without them, and a warning says so."""
+    import dataclasses
+
+    profile = dataclasses.replace(synthetic_profile(dispatch_s=10e-3, fresh_byte_s=1e-10), noise_floor_rel=0.1)
+    relu = nn.Sequential(nn.ReLU())  # out of place: one output of the input's size
+    big = predict_module(relu, sample_shape=(1024, 1024), batch_sizes=(16,), profiles=[profile], warn=False).iloc[0]
+    fault_s = 16 * 2**22 * 1e-10  # 64 MiB faulted in
+    assert big["fault_s"] == pytest.approx(fault_s)
+    assert big["latency_s"] == pytest.approx(10e-3 + fault_s, rel=1e-9)
+    assert big["latency_low_s"] == pytest.approx(10e-3 * 0.9, rel=1e-9)
+    assert big["latency_high_s"] == pytest.approx(big["latency_s"] * 1.1, rel=1e-9)
+    assert big["memory_share"] == pytest.approx(fault_s / big["latency_s"])  # the memory system's work
+    assert any("64 MiB of this step's buffers are 32 MiB or larger" in w for w in big["warnings"])
+    small = predict_module(relu, sample_shape=(1024,), batch_sizes=(16,), profiles=[profile], warn=False).iloc[0]
+    assert small["fault_s"] == 0.0 and small["latency_low_s"] == pytest.approx(small["latency_s"] * 0.9)
+    assert not any("MiB of this step's buffers" in w for w in small["warnings"])
+    gpu = predict_module(relu, sample_shape=(1024, 1024), batch_sizes=(16,), warn=False,
+                         profiles=[dataclasses.replace(profile, device="cuda")]).iloc[0]
+    assert gpu["fault_s"] == 0.0

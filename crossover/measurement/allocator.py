@@ -13,6 +13,16 @@ the process had measured before.
 :func:`settle_allocator` frees one block just under the largest threshold before any timing, so
 every measurement is of the long-running state, the one the predictions cost
 (:data:`crossover.opcost.op_costs.FRESH_MIN_BYTES`: only buffers of 32 MiB or more fault).
+
+Even settled, a buffer of 32 MiB or more is not always faulted in: glibc maps it afresh only when no
+free block of its heap fits it, and the heap's free blocks are what the process freed before (the
+step's own smaller buffers, coalesced; other work's), less what it trimmed (the free top past twice
+the threshold). On the 2-core VM at one thread the depthwise CNN's step at batch 512 faulted 64-144 MiB
+of its four 32 MiB buffers in five settled processes (51-83 ms) and 0-128 MiB in eight visits of one
+process whose heap other work disturbed (27-80 ms); the encoder layer's, mostly larger, 512-640 of
+704 MiB (``experiments/bench_allocator.py --processes``, ``--visits``). A prediction costs them all
+(what a process running only that model pays) and its interval reaches down to the step without them
+(:func:`crossover.opcost.module_predict.step_prediction`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,10 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
   input when ``transfer=True``. The composition terms of a GPU profile are fitted on the reference
   models' synchronised steps.
 
-The interval is ``latency × (1 ± r)`` (its low end at least a tenth of the latency) where ``r`` is the
+The interval is ``latency × (1 ± r)`` (on a CPU its low end ``(latency − fault_s) × (1 − r)``, at least a
+tenth of the latency: the page faults of the step's buffers of 32 MiB or more are paid only when glibc's
+heap has no free block to serve them from, which depends on the process's history, not on the model;
+see :mod:`crossover.measurement.allocator`) where ``r`` is the
 calibration's round-to-round spread of the families the step spends its time in, and at least the
 profile's noise floor (its drift reference's spread) and its interval error (``interval_rel``: the
 leave-one-out error of this composition on the calibration's reference models at
@@ -47,6 +50,7 @@ from ..crossings import log_crossings
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
 from .op_costs import fresh_bytes, op_cost
 from .profiles import Profile, load_profiles
+from ..units import format_seconds
 
 __all__ = ["predict_module", "module_crossover", "step_prediction", "model_mode", "trace_step", "host_events"]
 
@@ -128,7 +132,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     -------
     dict
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
-        ``copy_s``, ``overhead_s`` (host work no op records), ``autograd_s`` (of it, a training step's
+        ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
+        of the step's fresh buffers), ``autograd_s`` (of it, a training step's
         autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``conv_forward_s``
         and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
         of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
@@ -175,8 +180,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         if cost.warning and cost.warning not in warnings:
             warnings.append(cost.warning)
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
-    overhead = (module_calls * o("module_call_s") + fresh * o("fresh_byte_s")
-                + host_events(rows, module_calls) * o("event_s"))
+    faults = 0.0 if on_gpu else fresh * o("fresh_byte_s")  # a GPU's caching allocator faults nothing
+    overhead = module_calls * o("module_call_s") + faults + host_events(rows, module_calls) * o("event_s")
     autograd = 0.0
     if train:
         autograd = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
@@ -194,19 +199,24 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         launch_part = floors + max(host - device, 0.0) + sync + copy
     else:
         busy = host
-        launch_part = floors + overhead
+        launch_part = floors + overhead - faults  # page faults: the memory system's work, not dispatch
+        memory += faults
     latency = busy + sync + copy
     by_family["overhead"] += overhead if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
     r = max(spread, profile.noise_floor_rel, profile.interval_rel or profile.model_error_rel)
+    if faults > HEAP_FAULT_WARN_SHARE * latency:
+        warnings.append(heap_fault_warning(fresh, faults, latency))
     shares = {"launch": launch_part / latency, "memory": memory / latency, "compute": compute / latency} \
         if latency > 0 else {"launch": 0.0, "memory": 0.0, "compute": 0.0}
     costs.sort(key=lambda item: -item[0])
     top_ops = [dict(op=row.get("op"), kind=row.get("kind"), module=row.get("module", ""), phase=row.get("phase"),
                     seconds=t, share=t / latency if latency > 0 else 0.0, bound=cost.bound)
                for t, row, cost in costs[:top]]
-    return dict(latency_s=latency, latency_low_s=latency * max(1 - r, 0.1), latency_high_s=latency * (1 + r),
+    # the low end: the step with its large buffers served from glibc's heap, faulting nothing
+    return dict(latency_s=latency, latency_low_s=max((latency - faults) * (1 - r), 0.1 * latency),
+                latency_high_s=latency * (1 + r), fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
                 autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
@@ -215,6 +225,20 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                 kind_shares={k: v / latency for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])}
                 if latency else {},
                 top_ops=top_ops, warnings=warnings)
+
+
+#: A CPU step whose page faults of fresh buffers are more than this share of it gets a warning.
+HEAP_FAULT_WARN_SHARE = 0.1
+
+
+def heap_fault_warning(fresh_bytes: float, fault_s: float, latency_s: float) -> str:
+    """The warning of a CPU step whose buffers of 32 MiB or more (``fresh_bytes``) cost ``fault_s`` of
+    its predicted ``latency_s`` in page faults: whether a process pays them depends on its heap
+    (see :mod:`crossover.measurement.allocator`)."""
+    return (f"{fresh_bytes / 2**20:.0f} MiB of this step's buffers are 32 MiB or larger: glibc maps them "
+            f"afresh and the step faults them in ({format_seconds(fault_s)}, {fault_s / latency_s:.0%} of the "
+            "prediction) unless its heap has a free block to hold them, which depends on what the process "
+            "holds and has freed; the interval's low end is the step without them")
 
 
 def _beyond_floor(cost, on_gpu: bool) -> float:
