@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     model = factory()
     predicted, count = predicted_by_op(profile, model, shape, args.batch_size, args.workload, dtype)
-    step = make_module_step(model, example_input(shape, args.batch_size, dtype=dtype), args.workload)
+    step = make_module_step(model, example_input(shape, args.batch_size, dtype=dtype, model=model), args.workload)
     for _ in range(50):
         step()
     measured = profiled_by_op(step, args.steps)

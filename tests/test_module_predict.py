@@ -343,21 +343,30 @@ def test_a_cpu_recurrent_steps_terms_are_fitted_on_the_primitives_and_cost_each_
     batch-512 layer, whose gates' elementwise work dominates, as a cheaper product)."""
     import dataclasses
 
-    from crossover.opcost.gpu_ops import CPU_RNN_TERMS, cpu_recurrent_features, fit_cpu_recurrent
+    from crossover.opcost.calibration_plan import PLANS
+    from crossover.opcost.gpu_ops import CPU_RNN_CALL, CPU_RNN_TERMS, cpu_recurrent_features, fit_cpu_recurrent
 
-    truth = dict(zip(CPU_RNN_TERMS, (8 * US, 1.5e-9, 1e-11, 2e-11)))
-    shapes = ((1, 32), (1, 128), (8, 64), (64, 64), (64, 256), (512, 64))
-    cells = [(b, 16, h, 16 * sum(truth[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(b, h, h))))
-             for b, h in shapes]
-    fitted = fit_cpu_recurrent(cells)
+    truth = dict(zip(CPU_RNN_TERMS, (8 * US, 1.5e-9, 1e-11, 2e-11)), **{CPU_RNN_CALL: 18 * US})
+
+    def cell(b, t, h):
+        step = sum(truth[name] * f for name, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(b, h, h)))
+        return b, t, h, truth[CPU_RNN_CALL] + t * step
+
+    shapes = PLANS["quick"].cpu_rnn_shapes
+    assert len({t for _, t, _ in shapes}) == 2  # two lengths: a call's fixed cost told from a step's
+    fitted = fit_cpu_recurrent([cell(*shape) for shape in shapes])
     assert fitted == pytest.approx(truth, rel=1e-6)
-    assert fit_cpu_recurrent(cells[:3]) == {}  # fewer primitives than terms: no fit (the curve stays)
+    one_length = fit_cpu_recurrent([(b, t, h, s - truth[CPU_RNN_CALL]) for b, t, h, s in map(lambda x: cell(*x), shapes)
+                                    if t == 16])
+    assert one_length[CPU_RNN_CALL] == 0.0  # one length: no call term, the steps' terms as before
+    assert {k: one_length[k] for k in CPU_RNN_TERMS} == pytest.approx({k: truth[k] for k in CPU_RNN_TERMS}, rel=1e-6)
+    assert fit_cpu_recurrent([cell(*shape) for shape in shapes[:3]]) == {}  # fewer primitives than terms
     cpu = synthetic_profile("cpu", dispatch_s=2 * US, flop_rate=1e10)
     cpu = dataclasses.replace(cpu, overheads=dict(cpu.overheads, **fitted))  # the terms alone: no curve needed
     model = nn.GRU(32, 64, batch_first=True)
     row = predict_module(model, sample_shape=(50, 32), batch_sizes=(512,), profiles=[cpu], warn=False).iloc[0]
     per_step = sum(truth[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(512, 32, 64)))
-    assert row["latency_s"] == pytest.approx(50 * per_step + row["overhead_s"], rel=1e-6)
+    assert row["latency_s"] == pytest.approx(truth[CPU_RNN_CALL] + 50 * per_step + row["overhead_s"], rel=1e-6)
 
 
 def test_a_cpu_profile_with_a_recurrent_primitive_costs_the_layer_whole_per_time_step():

@@ -133,3 +133,22 @@ def test_predict_model_refuses_the_toys_options(cli_in_process, profile_dir, opt
     ok = cli_in_process("predict", "--model", f"{MNIST}:model", "--input-shape", "1,28,28", "--batch-size", "1",
                         "--profiles", profile_dir, "--mode", "eager")
     assert ok.returncode == 0, ok.stderr
+
+
+def test_integer_inputs_draw_ids_over_the_smallest_embedding_table():
+    """An embedding model is measured with ids over its vocabulary: ids 0/1 hit two rows of the table
+    and time a lookup no real input makes (the zoo's bag at batch 512: 50 against 64 µs on the VM)."""
+    import torch
+
+    from crossover.measurement.module_rounds import example_input, id_range
+
+    bag = nn.Sequential(nn.EmbeddingBag(5000, 8, mode="mean"), nn.Linear(8, 2))
+    two_tables = nn.ModuleList([nn.Embedding(300, 4), nn.Embedding(7000, 4)])
+    assert id_range(bag) == 5000 and id_range(two_tables) == 300 and id_range(nn.Linear(3, 3)) == 2
+    assert id_range() == 2
+    ids = example_input((20,), 512, dtype=torch.long, model=bag)
+    assert ids.dtype == torch.long and ids.shape == (512, 20)
+    assert 0 <= int(ids.min()) and int(ids.max()) < 5000 and len(ids.unique()) > 1000
+    assert set(example_input((20,), 64, dtype=torch.long).unique().tolist()) <= {0, 1}
+    assert torch.equal(example_input((20,), 8, dtype=torch.long, model=bag),
+                       example_input((20,), 8, dtype=torch.long, model=bag))  # seeded: the same input each time

@@ -32,7 +32,8 @@ def add_model_options(p) -> None:
     p.add_argument("--input-shape", metavar="DIMS", help="with --model: one sample's shape, e.g. 3,32,32 (the batch "
                                                          "dimension is added)")
     p.add_argument("--input-dtype", default="float32", metavar="DTYPE",
-                   help="with --model: the input's dtype (default float32; long for token ids)")
+                   help="with --model: the input's dtype (default float32; long for token ids, which measure "
+                        "draws over the model's smallest embedding table, 0/1 without one)")
 
 
 def batch_sizes(args, *, single: bool) -> tuple:
@@ -70,7 +71,7 @@ def _check_traces(model, shape, dtype, batch_size: int, workload: str) -> None:
 
         try:  # the model may run where tracing cannot (a data-dependent op): then measure it anyway
             with torch.no_grad():
-                model(example_input(shape, batch_size, dtype=dtype))
+                model(example_input(shape, batch_size, dtype=dtype, model=model))
         except Exception:
             raise error from None
 

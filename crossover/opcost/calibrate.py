@@ -55,7 +55,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
-from .gpu_ops import fit_cpu_recurrent
+from .gpu_ops import CPU_RNN_STEPS, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 
 __all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
@@ -436,6 +436,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                       "conv1d", "model", SYNCED_MODEL):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
+        if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
+            items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS]
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [max(s - beyond, 0.5 * s) for s, _, _ in items])
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]

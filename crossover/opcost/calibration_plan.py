@@ -62,10 +62,11 @@ class Plan:
     h2d_sizes: tuple = (2**12, 2**16, 2**20, 2**24)  # bytes (CUDA only)
     #: cuDNN's fused GRU (CUDA only), (batch, time steps, hidden = input width): a curve over its FLOPs
     rnn_shapes: tuple = ((1, 16, 64), (8, 64, 64), (64, 64, 256))
-    #: PyTorch's CPU GRU (its C++ loop over time steps), (batch, hidden = input width), each over
-    #: :data:`crossover.opcost.gpu_ops.CPU_RNN_STEPS` steps: a curve over its FLOPs at that length (a step's cost is the same
-    #: whatever the length, so another length scales it; :func:`crossover.opcost.gpu_ops.recurrent_cost`).
-    cpu_rnn_shapes: tuple = ((1, 32), (1, 128), (8, 64), (64, 64), (64, 256), (512, 64))
+    #: PyTorch's CPU GRU (its C++ loop over time steps), (batch, time steps, hidden = input width): six
+    #: shapes over :data:`crossover.opcost.gpu_ops.CPU_RNN_STEPS` steps and two over four times as many,
+    #: which tell a call's fixed cost from a step's (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent`).
+    cpu_rnn_shapes: tuple = ((1, 16, 32), (1, 16, 128), (8, 16, 64), (64, 16, 64), (64, 16, 256), (512, 16, 64),
+                             (1, 64, 64), (8, 64, 64))
     #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
     #: over ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output
     #: dominates).
@@ -114,7 +115,7 @@ PLANS = {
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
                   native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1,
-                  reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16),)),
+                  reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),)),
 }
 REFERENCE = "reference"
 #: The reference models' steps timed synchronised, one by one (on CUDA; the ``model`` family queues them).
@@ -262,10 +263,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
         out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.rnn_shapes]
     else:
-        from .gpu_ops import CPU_RNN_STEPS
-
-        out += [Point("rnn", "gru", x=gru_flops(b, CPU_RNN_STEPS, h, h), shape=(b, CPU_RNN_STEPS, h))
-                for b, h in plan.cpu_rnn_shapes]
+        out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.cpu_rnn_shapes]
     return out
 
 
