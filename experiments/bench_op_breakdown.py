@@ -94,6 +94,9 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     model = factory()
     predicted, count = predicted_by_op(profile, model, shape, args.batch_size, args.workload, dtype)
+    from crossover.measurement.allocator import settle_allocator
+
+    settle_allocator()  # the allocator's long-running state, as every measurement (a fresh one faults more)
     step = make_module_step(model, example_input(shape, args.batch_size, dtype=dtype, model=model), args.workload)
     for _ in range(50):
         step()

@@ -98,7 +98,8 @@ def main(argv=None) -> int:
              for name, workload, model, shape, dtype in models for batch in batch_sizes]
     if args.rescore is not None:
         earlier = pd.read_csv(args.rescore).set_index(["model", "workload", "batch_size"])
-        measured = {key: dict(latency_s=earlier.loc[key, "measured_s"], spread_rel=earlier.loc[key, "spread_rel"])
+        measured = {key: dict(latency_s=earlier.loc[key, "measured_s"], spread_rel=earlier.loc[key, "spread_rel"],
+                              faulted_bytes=earlier.loc[key].get("faulted_bytes", float("nan")))
                     for key, _ in steps}
         print(f"profile {profile.path}; the measurements of {args.rescore}", file=sys.stderr)
     elif args.profile is not None:
@@ -129,10 +130,13 @@ def main(argv=None) -> int:
         for row in frame.itertuples():
             predictions.append(dict(model=name, workload=workload, batch_size=row.batch_size,
                                     predicted_s=row.latency_s, low_s=row.latency_low_s, high_s=row.latency_high_s,
-                                    bound=row.bound))
+                                    bound=row.bound, fault_s=row.fault_s))
     table = pd.DataFrame(predictions)
     table["measured_s"] = [measured[(r.model, r.workload, r.batch_size)]["latency_s"] for r in table.itertuples()]
     table["spread_rel"] = [measured[(r.model, r.workload, r.batch_size)]["spread_rel"] for r in table.itertuples()]
+    # page faults: the prediction's (fault_s, every buffer of 32 MiB or more) against what the step faulted in
+    table["faulted_bytes"] = [measured[(r.model, r.workload, r.batch_size)].get("faulted_bytes", float("nan"))
+                              for r in table.itertuples()]
     table["error"] = table["predicted_s"] / table["measured_s"] - 1
     table["inside"] = (table["low_s"] <= table["measured_s"]) & (table["measured_s"] <= table["high_s"])
     print(f"{'model':<18s} {'workload':<8s} {'batch':>5s} {'predicted':>10s} {'measured':>10s} {'error':>7s}  "
@@ -141,7 +145,8 @@ def main(argv=None) -> int:
         print(f"{r.model:<18s} {r.workload:<8s} {r.batch_size:>5d} {format_seconds(r.predicted_s, 3):>10s} "
               f"{format_seconds(r.measured_s, 3):>10s} {r.error:>+7.1%}  "
               f"[{format_seconds(r.low_s)}, {format_seconds(r.high_s)}]"
-              f"{'' if r.inside else ' (missed)':<10s} {r.bound}")
+              f"{'' if r.inside else ' (missed)':<10s} {r.bound}"
+              + (f"  faulted {r.faulted_bytes / 2**20:.0f} MiB a step" if r.faulted_bytes >= 2**20 else ""))
     print()
     ok = True
     for (model, workload), group in table.groupby(["model", "workload"], sort=False):

@@ -50,3 +50,19 @@ def test_measuring_rounds_settles_the_allocator_first():
               "measure_rounds([('noop', lambda: None)], rounds=1, options=TimerOptions(warmup_s=0.0, min_warmup_calls=1, "
               "min_repeats=2, min_run_time_s=0.0, max_run_time_s=0.001, target_rel_ci=0.0, min_block_s=0.0))")
     assert faults_per_step(rounds) < 16
+
+
+def test_each_visit_records_the_bytes_its_step_faults_in():
+    """A step that allocates 40 MiB afresh (above glibc's largest mmap threshold) and touches it faults
+    about 40 MiB in every call; one that writes into a kept buffer faults none. Each visit of
+    measure_rounds records that, and summarise_rounds gives the visits' median."""
+    import torch
+
+    from crossover.measurement.module_rounds import ROUND_OPTIONS, measure_rounds, summarise_rounds
+
+    kept = torch.empty(40 * 2**20 // 4)
+    steps = [("fresh", lambda: torch.empty(40 * 2**20 // 4).fill_(1.0)), ("kept", lambda: kept.fill_(1.0))]
+    rows = measure_rounds(steps, rounds=2, options=ROUND_OPTIONS)
+    fresh = summarise_rounds([r for r in rows if r["key"] == "fresh"])["faulted_bytes"]
+    assert 0.9 * 40 * 2**20 <= fresh <= 1.1 * 40 * 2**20
+    assert summarise_rounds([r for r in rows if r["key"] == "kept"])["faulted_bytes"] < 2**20

@@ -67,7 +67,10 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
     -------
     list of dict
         One per visit: ``round``, ``sequence``, ``key``, ``reference`` (bool), ``raw_times_s`` and
-        ``device_times_s`` (tuples, seconds per call), ``median_s``, ``calls_per_repeat``.
+        ``device_times_s`` (tuples, seconds per call), ``median_s``, ``calls_per_repeat`` and
+        ``faulted_bytes`` (the process's minor page faults per call over the visit, warm-up included,
+        times :data:`PAGE_BYTES`; NaN where ``getrusage`` is missing): whether the host allocator served
+        the step's large buffers from its heap (see :mod:`crossover.measurement.allocator`).
     """
     from .allocator import settle_allocator
 
@@ -84,11 +87,15 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
         random.Random(f"{seed}/{round_index}").shuffle(order)
         visits = ([(reference, True)] if reference is not None else []) + [(p, False) for p in order]
         for (key, step), is_reference in visits:
+            faults = minor_page_faults()
             timing = time_step(step, options, regime=regime, sync=sync, event_factory=event_factory,
                                synchronous=device != "cuda")
+            calls = timing.warmup_calls + timing.n_repeats * timing.calls_per_repeat
+            faults = (minor_page_faults() - faults) / calls if faults is not None and calls else float("nan")
             rows.append(dict(round=round_index, sequence=len(rows), key=key, reference=is_reference,
                              raw_times_s=timing.raw_times_s, device_times_s=timing.device_times_s or (),
-                             median_s=timing.median_s, calls_per_repeat=timing.calls_per_repeat))
+                             median_s=timing.median_s, calls_per_repeat=timing.calls_per_repeat,
+                             faulted_bytes=faults * PAGE_BYTES))
             if on_progress is not None:
                 on_progress(f"round {round_index + 1}/{rounds} {key}")
     return rows
@@ -96,18 +103,36 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
 
 def summarise_rounds(rows: Sequence[dict], *, device_time: bool = False) -> dict:
     """The statistics of one point's visits: ``latency_s`` (10th percentile of the pooled repeats),
-    ``median_s`` (median of the rounds' medians), ``min_s``, ``n_repeats``, ``rounds`` and
-    ``spread_rel`` (mean ``|round median / median - 1|``). With ``device_time`` the CUDA-event times."""
+    ``median_s`` (median of the rounds' medians), ``min_s``, ``n_repeats``, ``rounds``,
+    ``spread_rel`` (mean ``|round median / median - 1|``) and ``faulted_bytes`` (the visits' median of
+    bytes faulted in per call; NaN without the count). With ``device_time`` the CUDA-event times."""
     field = "device_times_s" if device_time else "raw_times_s"
     pooled = np.concatenate([np.asarray(r[field], float) for r in rows]) if rows else np.array([])
+    faults = [r["faulted_bytes"] for r in rows if np.isfinite(r.get("faulted_bytes", float("nan")))]
+    faulted = float(np.median(faults)) if faults else float("nan")
     if not len(pooled):
         nan = float("nan")
-        return dict(latency_s=nan, median_s=nan, min_s=nan, n_repeats=0, rounds=len(rows), spread_rel=nan)
+        return dict(latency_s=nan, median_s=nan, min_s=nan, n_repeats=0, rounds=len(rows), spread_rel=nan,
+                    faulted_bytes=faulted)
     medians = np.array([np.median(r[field]) for r in rows if len(r[field])])
     median = float(np.median(medians))
     return dict(latency_s=float(np.quantile(pooled, QUIET_QUANTILE)), median_s=median, min_s=float(pooled.min()),
                 n_repeats=int(len(pooled)), rounds=len(medians),
-                spread_rel=float(np.mean(np.abs(medians / median - 1))) if median > 0 else float("nan"))
+                spread_rel=float(np.mean(np.abs(medians / median - 1))) if median > 0 else float("nan"),
+                faulted_bytes=faulted)
+
+
+#: Bytes of one page as ``getrusage`` counts its faults (4 KiB on x86-64 Linux).
+PAGE_BYTES = 4096
+
+
+def minor_page_faults() -> Optional[int]:
+    """The process's minor page faults so far (``getrusage``), or None where the platform has none."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 # ----------------------------------------------------------------------------------- user models
