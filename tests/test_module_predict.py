@@ -312,6 +312,35 @@ def test_layer_kinds_are_costed_on_their_own_primitives():
     assert op_cost(calibrated, pool, inference=True).host_s == pytest.approx(50 * US + moved_bytes(pool, "pool1d") / 1e12)
 
 
+def test_adaptive_max_pooling_is_costed_between_its_long_and_short_plane_curves():
+    """The kernel pays per plane as well as per element: planes of 128 lie 2/3 of the way (in log
+    length) from the curve of planes of 32 to that of planes of 256; planes outside stay at the nearer
+    curve, and a profile without the short curve uses the long one alone."""
+    import dataclasses
+
+    from crossover.opcost.calibration_plan import PLANS, points
+    from crossover.opcost.layer_primitives import SHORT_PLANES, over_plane_length
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import Curve
+
+    def pool_row(length):
+        records = trace_step(nn.AdaptiveMaxPool1d(1), (16, length), 4)[0].to_dict("records")
+        return next(r for r in records if "adaptive_max_pool" in r["op"])
+
+    base = synthetic_profile("cpu", dispatch_s=1 * US)
+    long_only = dataclasses.replace(base, curves=dict(base.curves, adaptive_pool=Curve((1.0,), (40 * US,), rate=1e30)))
+    both = dataclasses.replace(long_only, curves=dict(long_only.curves, **{SHORT_PLANES: Curve((1.0,), (10 * US,),
+                                                                                             rate=1e30)}))
+    assert op_cost(long_only, pool_row(128), inference=True).host_s == pytest.approx(40 * US)
+    assert op_cost(both, pool_row(128), inference=True).host_s == pytest.approx(40 * US * (10 / 40) ** (1 / 3))
+    assert op_cost(both, pool_row(512), inference=True).host_s == pytest.approx(40 * US)  # longer: the long curve
+    assert op_cost(both, pool_row(8), inference=True).host_s == pytest.approx(10 * US)  # shorter: the short one
+    assert over_plane_length({"op": "x"}, 3.0, 1.0) == 3.0  # no shapes: the long curve
+    families = {p.family for p in points(PLANS["quick"], "cpu")}
+    assert {"adaptive_pool", SHORT_PLANES} <= families
+
+
 def test_a_maxpool1d_forward_runs_the_1d_kernel_the_trace_maps_to():
     """What the profiler sees a no-grad forward run (``aten::max_pool1d``, no indices) is what the
     trace's fallback row (2-D pooling with indices, on fake tensors) is costed as; with autograd the

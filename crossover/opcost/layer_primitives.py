@@ -9,7 +9,12 @@ pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
   to elsewhere; on the VM at one thread the 1-D kernel pools 2 MiB in 136 µs, the 2-D one with indices
   in 2.1 ms;
 - ``adaptive_pool``: adaptive max-pooling (``nn.AdaptiveMaxPool1d/2d``), a reduction with indices
-  (446 µs for 2 MiB there at one thread, against 30 µs for ``amax`` and 2.1 ms for the 2×2 pooling);
+  (446 µs for 2 MiB there at one thread, against 30 µs for ``amax`` and 2.1 ms for the 2×2 pooling),
+  timed over planes of 256 and of 32 elements (``adaptive_pool_short``): the kernel pays per plane
+  (one output and index each, its window's bounds) as well as per element, so a curve over bytes from
+  one plane length misses another (the 1-D CNN's global pooling over planes of 128 at batch 512: 3.3 ms
+  predicted from planes of 256, 4.4 ms under the profiler at one thread); a row is costed between the
+  two curves by its plane length (:func:`over_plane_length`);
 - ``conv_depthwise``: a convolution with one group per input channel reads and writes its activations
   once per few FLOPs (memory-bound; the dense convolution grid, indexed by ``C_in·k²·C_out``, has no cell
   that small);
@@ -26,19 +31,24 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 __all__ = ["LAYER_OPS", "LAYER_FAMILIES", "layer_points", "layer_step", "layer_family", "moved_bytes",
-           "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
+           "over_plane_length", "SHORT_PLANES", "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
 
 #: The primitive of each family (its op name in the plan).
 LAYER_OPS = {"pool1d": "max_pool1d", "adaptive_pool": "adaptive_max_pool1d", "conv_depthwise": "conv_depthwise",
-             "gather": "embedding_bag"}
+             "gather": "embedding_bag", "adaptive_pool_short": "adaptive_max_pool1d"}
 LAYER_FAMILIES = tuple(LAYER_OPS)
+#: The family timing adaptive max-pooling over short planes (:func:`over_plane_length`).
+SHORT_PLANES = "adaptive_pool_short"
 _CHANNELS, _LENGTH, _SIDE = 32, 256, 32  # pools: 32 channels of 256 steps; depthwise: 16 channels of 32 × 32
+_SHORT_LENGTH = 32  # adaptive_pool_short: 32 channels of 32 steps
 EMBEDDING_ROWS, EMBEDDING_WIDTH, BAG_SIZE = 5000, 64, 20
 
 
 def _shape(family: str, n: int) -> tuple:
     if family in ("pool1d", "adaptive_pool"):
         return (max(n // (_CHANNELS * _LENGTH), 1), _CHANNELS, _LENGTH)
+    if family == SHORT_PLANES:
+        return (max(n // (_CHANNELS * _SHORT_LENGTH), 1), _CHANNELS, _SHORT_LENGTH)
     if family == "conv_depthwise":
         return (max(n // (16 * _SIDE * _SIDE), 1), 16, _SIDE, _SIDE)
     return (max(n // (EMBEDDING_WIDTH * BAG_SIZE), 1), BAG_SIZE)  # gather: bags of BAG_SIZE ids
@@ -49,7 +59,7 @@ def _primitive_bytes(family: str, shape: tuple) -> float:
     if family == "pool1d":
         n = shape[0] * shape[1] * shape[2]
         return 4.0 * (n + n // 2)
-    if family == "adaptive_pool":
+    if family in ("adaptive_pool", SHORT_PLANES):
         n = shape[0] * shape[1] * shape[2]
         return 4.0 * n + 12.0 * shape[0] * shape[1]  # values and int64 indices of one output per channel
     if family == "conv_depthwise":
@@ -70,7 +80,7 @@ def layer_step(family: str, shape: tuple, device: str = "cpu"):
     import torch
     import torch.nn.functional as F
 
-    if family in ("pool1d", "adaptive_pool"):
+    if family in ("pool1d", "adaptive_pool", SHORT_PLANES):
         x = torch.randn(shape, device=device)
         op = (lambda: F.max_pool1d(x, 2)) if family == "pool1d" else (lambda: F.adaptive_max_pool1d(x, 1))
     elif family == "conv_depthwise":
@@ -130,6 +140,22 @@ def moved_bytes(row: Mapping, family: str) -> Optional[float]:
         return None
     lookups, width = _count(shapes[1]), shapes[0][1]
     return 4.0 * lookups * width + 4.0 * (_count(outputs[0]) if outputs else 0) + 8.0 * lookups
+
+
+def over_plane_length(row: Mapping, long_s: float, short_s: float) -> float:
+    """An adaptive max-pooling row's seconds between its cost on the curve of planes of 256 elements
+    (``long_s``) and on that of planes of 32 (``short_s``), geometrically by where its planes' length
+    (the elements each output pools: its input's spatial size over its output's) lies between them in
+    log scale; held at the nearer curve outside."""
+    import math
+
+    shapes, outputs = _shapes(row), [tuple(s) for s in (row.get("output_shapes") or ())]
+    if not shapes or not outputs or len(shapes[0]) < 3 or len(shapes[0]) != len(outputs[0]):
+        return long_s
+    window = _count(shapes[0][2:]) / max(_count(outputs[0][2:]), 1)
+    w = (math.log(max(window, 1.0)) - math.log(_SHORT_LENGTH)) / (math.log(_LENGTH) - math.log(_SHORT_LENGTH))
+    w = min(max(w, 0.0), 1.0)
+    return math.exp(w * math.log(long_s) + (1.0 - w) * math.log(short_s)) if long_s > 0 and short_s > 0 else long_s
 
 
 def _count(shape) -> int:

@@ -42,7 +42,7 @@ from typing import Mapping, Optional
 
 from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
-from .layer_primitives import LAYER_FAMILIES, layer_family, moved_bytes
+from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
@@ -430,6 +430,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
             row = dict(row, bytes_read=moved, bytes_written=0)
     warning = ""
     seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
+    if family == "adaptive_pool" and seconds is not None and SHORT_PLANES in profile.curves:
+        seconds = over_plane_length(row, seconds, _curve_time(profile, SHORT_PLANES, row, name, cold))
     if seconds is None:
         seconds = _generic(profile, row)
         warning = (f"no calibration covers {row.get('op', name)} (kind {row.get('kind', 'other')}): predicted from "
