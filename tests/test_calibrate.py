@@ -62,6 +62,21 @@ def test_each_reference_step_is_visited_as_often_a_round_as_the_plan_says(tmp_pa
     assert load_profile(tmp_path / "p").meta["reference_models"]  # pooled: one report per step
 
 
+def test_a_step_visited_twice_a_round_keeps_each_rounds_quicker_visit():
+    """Pooled whole, one fast visit of 16 falls under the 10th percentile a primitive's one fast visit of
+    8 reaches; keeping each round's quicker visit gives the step the fast mode as a primitive gets it."""
+    from crossover.opcost.calibrate import _statistics
+
+    slow, fast = 110e-6, 62e-6
+    rows = [_row("cnn/forward", slow, family="model", round_=r) for r in range(8) for _ in range(2)]
+    rows[5] = _row("cnn/forward", fast, family="model", round_=2)  # round 2's second visit, the one fast one
+    primitive = [_row("conv", fast if r == 2 else slow, family="conv", round_=r) for r in range(8)]
+    stats = _statistics(rows + primitive, drifted=())
+    assert stats[rows[0]["key"]][0] == pytest.approx(stats[primitive[0]["key"]][0])
+    assert stats[rows[0]["key"]][0] < 0.75 * slow
+    assert _statistics(rows[:1] + rows[2:3], drifted=())[rows[0]["key"]][0] == pytest.approx(slow)
+
+
 def test_overheads_are_derived_from_the_chains():
     us = 1e-6
     rows = [_row("dispatch", 1 * us), _row("view", 0.5 * us), _row("module_call", 0.8 * us),
