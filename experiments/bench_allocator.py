@@ -30,6 +30,20 @@ from pathlib import Path
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 
+#: Each child times its steps with this: per step the seconds and the page faults (``getrusage``).
+_TIMED = """
+import resource, time
+def timed(model, x, steps):
+    times, faults = [], []
+    for _ in range(steps):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t = time.perf_counter()
+        model(x)
+        times.append(time.perf_counter() - t)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return times, faults
+"""
+
 _CHILD = """
 import json, resource, sys, time
 import numpy as np, torch
@@ -48,15 +62,8 @@ for batch in {batches}:
     with torch.no_grad():
         for _ in range(5):
             model(x)
-        start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        times, step_faults = [], []
-        for _ in range(30):
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-            step_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-        faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start) / 30
+        times, step_faults = timed(model, x, 30)
+        faults = sum(step_faults) / 30
     out.append(dict(batch=batch, faults=faults, p10_s=float(np.quantile(times, 0.1)), step_faults=step_faults,
                     times_s=times))
 print(json.dumps(out))
@@ -88,13 +95,7 @@ with torch.no_grad():
                 kept.pop(draw.randrange(len(kept)))
         for _ in range(3):
             model(x)
-        times, faults = [], []
-        for _ in range(10):
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        times, faults = timed(model, x, 10)
         out.append(dict(p10_s=float(np.quantile(times, 0.1)), step_faults=faults))
 print(json.dumps(out))
 """
@@ -108,8 +109,8 @@ def visits(models: list, batches: list, threads: int, count: int, others: list, 
     print(f"{'model':18s} {'batch':>5s} {'visit':>5s} {'faulted MiB/step: least':>24s} {'median':>7s} {'p10 ms':>7s}")
     for model in models:
         for batch in batches:
-            code = _VISITS.format(zoo=str(ZOO), threads=threads, model=model, batch=batch, seed=seed, visits=count,
-                                  others=[o for o in others if o != model])
+            code = _TIMED + _VISITS.format(zoo=str(ZOO), threads=threads, model=model, batch=batch, seed=seed,
+                                           visits=count, others=[o for o in others if o != model])
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             for k, visit in enumerate(json.loads(done.stdout.strip().splitlines()[-1])):
                 f = np.array(visit["step_faults"]) * mib
@@ -120,7 +121,7 @@ def visits(models: list, batches: list, threads: int, count: int, others: list, 
 
 
 def run(model: str, batches: list, threads: int, settle: bool) -> list:
-    code = _CHILD.format(zoo=str(ZOO), threads=threads, settle=settle, model=model, batches=batches)
+    code = _TIMED + _CHILD.format(zoo=str(ZOO), threads=threads, settle=settle, model=model, batches=batches)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
