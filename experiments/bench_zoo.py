@@ -94,7 +94,8 @@ def main(argv=None) -> int:
         for workload in factory.__globals__.get("WORKLOADS", ("forward",)):
             torch.manual_seed(0)
             models.append((name, workload, factory(), shape, dtype))
-    steps = [((name, workload, batch), make_module_step(model, example_input(shape, batch, dtype=dtype, model=model), workload))
+    steps = [((name, workload, batch),
+              make_module_step(model, example_input(shape, batch, dtype=dtype, model=model), workload))
              for name, workload, model, shape, dtype in models for batch in batch_sizes]
     if args.rescore is not None:
         earlier = pd.read_csv(args.rescore).set_index(["model", "workload", "batch_size"])

@@ -170,8 +170,8 @@ def profile_steps(out: Path, names=("mnist_mlp", "toy"), device: str = "cuda", b
         for workload in (("forward",) if gpu else workloads):
             for batch in (batches or ((1,) if gpu else (1, 8))):
                 model = build_model(f"{ZOO / name}.py:model").to(device)
-                step = make_module_step(model, example_input(shape, batch, device=device, dtype=input_dtype(dtype), model=model),
-                                        workload)
+                x = example_input(shape, batch, device=device, dtype=input_dtype(dtype), model=model)
+                step = make_module_step(model, x, workload)
                 for _ in range(20):
                     step()
                 sync()
