@@ -18,7 +18,8 @@
 #   peaks.json      the devices' measured peaks
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
 #                   step pays that the calibration's queued primitives do not), then the host CPU's
-#                   MNIST training step and LeNet-5 at batch 1 and 8
+#                   MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8, and the same steps
+#                   timed with the OpenMP threads spinning and bound (bench_thread_env.py)
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -51,7 +52,7 @@ stage() {
 skip() { echo "=== $1: skipped ($2)"; printf '| %s | skipped: %s | 0 |\n' "$1" "$2" >> "$summary"; }
 pack() { local name=$1; shift; (cd "$work" && tar czf "$OUT/$name" "$@" 2>/dev/null) || true; }
 
-stage env 10 $PY -m crossover env --json
+stage env 8 $PY -m crossover env --json
 sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
@@ -69,7 +70,7 @@ if [ "$cuda" = 1 ]; then
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 100 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 94 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
@@ -83,17 +84,20 @@ stage zoo-cpu-1t 42 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cp
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
-stage peaks 13 $PY -m crossover peaks --device "$devices" --out "$work"
+stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 
 # torch.profiler on the host CPU's steps that run slower at batch 1 than at 8 at 16 threads (the MNIST
 # training step, LeNet-5, and the 1-D CNN: 473 µs at batch 1 against 124 predicted on the H100's third
 # visit), at batch 1 and 8: which ops the batch-1 step spends its time in.
-stage cpu-step-profile 15 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
+stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
+# The same slow batch-1 steps in fresh processes with the OpenMP threads spinning between parallel regions
+# and held on cores (experiments/bench_thread_env.py): whether the threads' waiting is what they pay.
+stage cpu-thread-env 11 $PY experiments/bench_thread_env.py --variants default,active,bound --steps 30
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
-    cat "$work/step-profile.log" "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/step-profile.log" "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" > "$OUT/step-profile.txt" 2>/dev/null
     # The launch-bound models' GPU steps again, in another process that measures only the GPU: the third
     # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
     # 12%; how far one process's launch path differs from another's (the first visit's
@@ -104,7 +108,7 @@ if [ "$cuda" = 1 ]; then
     cp "$work/cuda-tests.log" "$OUT/tests.log"
 else
     skip step-profile "no CUDA on this machine"
-    cat "$work/cpu-step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" > "$OUT/step-profile.txt" 2>/dev/null
     skip zoo-cuda-again "no CUDA on this machine"
     skip cuda-tests "no CUDA on this machine"
 fi
