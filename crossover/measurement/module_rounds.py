@@ -87,11 +87,11 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
         random.Random(f"{seed}/{round_index}").shuffle(order)
         visits = ([(reference, True)] if reference is not None else []) + [(p, False) for p in order]
         for (key, step), is_reference in visits:
-            faults = minor_page_faults()
+            before = minor_page_faults()
             timing = time_step(step, options, regime=regime, sync=sync, event_factory=event_factory,
                                synchronous=device != "cuda")
             calls = timing.warmup_calls + timing.n_repeats * timing.calls_per_repeat
-            faults = (minor_page_faults() - faults) / calls if faults is not None and calls else float("nan")
+            faults = (minor_page_faults() - before) / calls if before is not None and calls else float("nan")
             rows.append(dict(round=round_index, sequence=len(rows), key=key, reference=is_reference,
                              raw_times_s=timing.raw_times_s, device_times_s=timing.device_times_s or (),
                              median_s=timing.median_s, calls_per_repeat=timing.calls_per_repeat,

@@ -301,7 +301,7 @@ def _statistics(rows, drifted) -> dict:
     whole, one fast visit of 16 (the 2-core VM's 2-thread slow mode held 15 visits of the reference
     CNN's batch-1 step in sitting 1126n) is under the 10th percentile that a primitive's one fast visit
     of 8 reaches, and the composition terms read the difference as the model's
-    (``conv_forward_extra`` 0.96 against 0.20-0.24 in the sittings before)."""
+    (``conv_forward_extra`` 0.96 against 0.19-0.24 in the other two-thread sittings since 1126g but one)."""
     from ..measurement.module_rounds import summarise_rounds
 
     grouped = {}

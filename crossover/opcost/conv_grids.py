@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from .profiles import Profile
+from .profiles import Profile, log_between
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids"]
 
@@ -49,8 +49,7 @@ def conv_grid_time(profile: Profile, base: str, dims: tuple, side: float):
     hi = min([s for s in sides if s >= side], default=sides[-1])
     if lo == hi:
         return at(grids[lo], *dims)
-    w = math.log(side / lo) / math.log(hi / lo)
-    return math.exp((1 - w) * math.log(at(grids[lo], *dims)) + w * math.log(at(grids[hi], *dims)))
+    return log_between(side, lo, hi, at(grids[lo], *dims), at(grids[hi], *dims))
 
 
 def below_fewest_pixels(grid, m: float, kn: float) -> float:

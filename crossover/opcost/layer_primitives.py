@@ -147,15 +147,15 @@ def over_plane_length(row: Mapping, long_s: float, short_s: float) -> float:
     (``long_s``) and on that of planes of 32 (``short_s``), geometrically by where its planes' length
     (the elements each output pools: its input's spatial size over its output's) lies between them in
     log scale; held at the nearer curve outside."""
-    import math
+    from .profiles import log_between
 
     shapes, outputs = _shapes(row), [tuple(s) for s in (row.get("output_shapes") or ())]
     if not shapes or not outputs or len(shapes[0]) < 3 or len(shapes[0]) != len(outputs[0]):
         return long_s
+    if long_s <= 0 or short_s <= 0:
+        return long_s
     window = _count(shapes[0][2:]) / max(_count(outputs[0][2:]), 1)
-    w = (math.log(max(window, 1.0)) - math.log(_SHORT_LENGTH)) / (math.log(_LENGTH) - math.log(_SHORT_LENGTH))
-    w = min(max(w, 0.0), 1.0)
-    return math.exp(w * math.log(long_s) + (1.0 - w) * math.log(short_s)) if long_s > 0 and short_s > 0 else long_s
+    return log_between(window, _SHORT_LENGTH, _LENGTH, short_s, long_s)
 
 
 def _count(shape) -> int:

@@ -55,7 +55,7 @@ import numpy as np
 from ..errors import ResultsError
 from ..jsonable import schema_tag
 
-__all__ = ["Curve", "Grid", "Profile", "PROFILE_SCHEMA", "PROFILE_NAME", "CALIBRATION_CSV", "OVERHEADS",
+__all__ = ["Curve", "Grid", "Profile", "log_between", "PROFILE_SCHEMA", "PROFILE_NAME", "CALIBRATION_CSV", "OVERHEADS",
            "load_profile", "load_profiles", "write_profile", "shipped_profile_files", "synthetic_profile",
            "isotonic", "BYTES_FAMILIES", "FLOPS_FAMILIES"]
 
@@ -69,6 +69,16 @@ OVERHEADS = ("dispatch_s", "view_s", "module_call_s", "grad_record_s", "backward
 #: Curves against bytes moved, and against FLOPs.
 BYTES_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "h2d")
 FLOPS_FAMILIES = ("conv", "conv_backward", "attention")  # convolutions: a fallback where no grid is
+
+
+def log_between(x: float, x0: float, x1: float, y0: float, y1: float) -> float:
+    """``y`` at ``x`` on the straight line through ``(x0, y0)`` and ``(x1, y1)`` in log-log scale, held at
+    the nearer end outside ``[x0, x1]`` (pure): a cost between two calibrated sizes of a second dimension
+    (a convolution grid's image side, an adaptive pooling's plane length)."""
+    if x0 == x1 or y0 <= 0 or y1 <= 0:
+        return y0
+    w = min(max(math.log(x / x0) / math.log(x1 / x0), 0.0), 1.0) if x > 0 else 0.0
+    return math.exp((1.0 - w) * math.log(y0) + w * math.log(y1))
 
 
 def isotonic(values: Sequence[float], weights: Optional[Sequence[float]] = None) -> np.ndarray:
