@@ -57,6 +57,7 @@ from ..errors import ConfigError
 from .composition import with_composition
 from .gpu_ops import CPU_RNN_STEPS, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
+from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
 __all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
            "build_profile", "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
@@ -451,7 +452,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
             items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS]
-        curves[family] = Curve.fit([float(r["x"]) for _, _, r in items], [max(s - beyond, 0.5 * s) for s, _, _ in items])
+        per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
+        curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
+                                   [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell

@@ -26,6 +26,7 @@ from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .conv_primitives import CONV_BACKENDS, conv_input_shape, conv_output_shape, conv_points, conv_step
 from .layer_primitives import LAYER_FAMILIES, layer_step
+from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
            "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
@@ -211,6 +212,8 @@ def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
 
     out = output_bytes(family, name, n, shape)
     buffers = [out] if out else []
+    if family == CHAIN_FAMILY:  # one output a ReLU
+        return [4.0 * n] * CHAIN_OPS
     if family == "conv_depthwise" and len(shape) == 4:  # (N, C, H, W), one channel per group, as large as its input
         copies = onednn_copies(tuple(shape), 1, tuple(shape))
     elif family in ("conv", "conv1d") and name in ("conv2d", "conv1d") and len(shape) == 5:
@@ -244,6 +247,9 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for name in plan.elementwise_ops:
         family = {"clone": "copy", "bernoulli": "rng"}.get(name, "elementwise")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
+    if device == "cpu":  # ReLUs in a row past the private caches: a memory-bound op in a step's stream
+        out += [Point(CHAIN_FAMILY, "relu_chain", n=n, x=_bytes("relu", n), shape=(n,)) for n in plan.sizes
+                if _bytes("relu", n) >= CHAIN_MIN_BYTES]
     for name in plan.reduction_ops:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
@@ -381,6 +387,15 @@ def _memory_step(point: Point, device: str) -> Callable[[], object]:
         return lambda: op(a, b)
     if point.name == "relu":
         return lambda: torch.relu(a)
+    if point.name == "relu_chain":  # each ReLU reads the fresh output of the one before
+
+        def chain():
+            y = a
+            for _ in range(CHAIN_OPS):
+                y = torch.relu(y)
+            return y
+
+        return chain
     if point.name == "clone":
         return lambda: a.clone()
     if point.name == "bernoulli":
@@ -413,7 +428,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
     if point.family in LAYER_FAMILIES:
         return layer_step(point.family, point.shape, device)
-    if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng"):
+    if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward", "conv1d"):
         return conv_step(point.family, point.name, point.shape, device)

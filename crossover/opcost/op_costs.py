@@ -44,6 +44,7 @@ from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
+from .streaming import in_stream
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
@@ -438,6 +439,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
                    f"the generic model max(dispatch, FLOPs / peak rate, bytes / peak bandwidth)")
         family = "generic"
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
+    if not on_gpu:  # past the private caches a step's buffers stream from DRAM, not the shared cache
+        moved_total = float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)
+        seconds = in_stream(profile, family, seconds, moved_total)
     compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
     if on_gpu:
         dims = matmul_dims(row) if family == "matmul" else None

@@ -1,0 +1,86 @@
+"""crossover.opcost.streaming: memory-bound ops costed as a step's stream runs them, from the chain primitive."""
+
+import dataclasses
+
+import pytest
+from torch import nn
+
+from crossover.opcost.calibrate import build_profile
+from crossover.opcost.calibration_plan import PLANS, fresh_buffers, make_step, points
+from crossover.opcost.module_predict import predict_module
+from crossover.opcost.profiles import Curve, synthetic_profile
+from crossover.opcost.streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS, in_stream, stream_factor
+
+MIB = 2.0**20
+US = 1e-6
+
+
+def _with_chain(device="cpu"):
+    """1 GB/s alone; the chain 1.5x slower at 32 MiB, as fast at 2 and 128 MiB."""
+    profile = synthetic_profile(device, dispatch_s=1 * US, bandwidth=1e9)
+    x = (2 * MIB, 32 * MIB, 128 * MIB)
+    alone = Curve(x, tuple(b / 1e9 for b in x))
+    chain = Curve(x, (2 * MIB / 1e9, 1.5 * 32 * MIB / 1e9, 128 * MIB / 1e9))
+    return dataclasses.replace(profile, curves={**profile.curves, "elementwise": alone, CHAIN_FAMILY: chain})
+
+
+def test_the_factor_is_the_chains_time_over_the_lone_ops():
+    profile = _with_chain()
+    assert stream_factor(profile, 32 * MIB) == pytest.approx(1.5)
+    assert stream_factor(profile, 2 * MIB) == pytest.approx(1.0)
+    assert 1.0 < stream_factor(profile, 8 * MIB) < 1.5  # between two sizes: interpolated curves
+    assert stream_factor(profile, 1024 * MIB) == pytest.approx(1.0)  # held at the largest size's
+    assert stream_factor(profile, 0.25 * MIB) == 1.0  # in the private caches
+
+
+def test_without_the_chain_or_on_a_gpu_nothing_changes():
+    assert stream_factor(synthetic_profile(bandwidth=1e9), 32 * MIB) == 1.0
+    gpu = dataclasses.replace(_with_chain(), device="cuda")
+    assert stream_factor(gpu, 32 * MIB) == 1.0
+
+
+def test_a_streaming_op_costs_at_least_its_bytes_at_the_streams_rate():
+    profile = _with_chain()
+    stream = 1.5 * 32 * MIB / 1e9  # the chain's time at 32 MiB
+    assert in_stream(profile, "elementwise", 20e-3, 32 * MIB) == pytest.approx(stream)
+    assert in_stream(profile, "pool1d", 20e-3, 32 * MIB) == pytest.approx(stream)
+    assert in_stream(profile, "pool", 0.1, 32 * MIB) == 0.1  # a kernel slower than the stream: as it is
+    assert in_stream(profile, "matmul", 10e-3, 32 * MIB) == 10e-3  # not a streaming family
+    assert in_stream(synthetic_profile(bandwidth=1e9), "elementwise", 1e-3, 32 * MIB) == 1e-3  # no chain
+
+
+def test_a_models_relu_over_16_mib_costs_the_chains_time():
+    model = nn.Sequential(nn.ReLU())
+    shape = (4 * 2**20,)  # 16 MiB in, 16 MiB out
+    plain = synthetic_profile(dispatch_s=1 * US, bandwidth=1e9)
+    before = predict_module(model, sample_shape=shape, batch_sizes=(1,), profiles=[plain])["latency_s"].iloc[0]
+    after = predict_module(model, sample_shape=shape, batch_sizes=(1,), profiles=[_with_chain()])["latency_s"].iloc[0]
+    assert after - before == pytest.approx(0.5 * 32 * MIB / 1e9, rel=0.02)
+
+
+def test_the_chain_primitive_is_timed_past_the_private_caches_on_a_cpu_only():
+    chain = [p for p in points(PLANS["quick"]) if p.family == CHAIN_FAMILY]
+    assert chain and min(p.x for p in chain) >= CHAIN_MIN_BYTES
+    assert all(p.x == 8.0 * p.n for p in chain)  # one ReLU's input and output
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family == CHAIN_FAMILY]
+    assert fresh_buffers(CHAIN_FAMILY, "relu_chain", 2**20) == [4.0 * 2**20] * CHAIN_OPS
+    point = dataclasses.replace(chain[0], n=1024, x=8192.0, shape=(1024,))
+    out = make_step(point, "cpu")()
+    assert out.shape == (1024,) and bool((out >= 0).all())
+
+
+def _row(name, seconds, *, n=0, family="overhead", m=0, k=0, x=0.0):
+    return dict(round=0, sequence=0, reference=False, key=f"{family}/{name}/{m}x{k}x{n}/False/{x}", family=family,
+                name=name, m=m, k=k, n=k if family == "matmul" else n, x=x, cold=False, shape="",
+                median_s=seconds, calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
+
+
+def test_the_chains_curve_is_seconds_per_relu():
+    rows = [_row("dispatch", 1 * US), _row("view", 0.5 * US), _row("module_call", 0.8 * US)]
+    rows += [_row(f"chain_{m}", 1 * US * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
+    rows += [_row("sgd", 1 * US * c, n=c) for c in (1, 16)] + [_row("addmm", 1 * US, family="matmul", m=1, k=8, x=128.0)]
+    rows += [_row("relu", 100 * US, family="elementwise", x=8 * MIB, n=2**20)]
+    rows += [_row("relu_chain", CHAIN_OPS * 150 * US, family=CHAIN_FAMILY, x=8 * MIB, n=2**20)]
+    profile = build_profile(rows, device="cpu", machine="m")
+    assert profile.curves[CHAIN_FAMILY](8 * MIB) == pytest.approx(150 * US)
+    assert stream_factor(profile, 8 * MIB) == pytest.approx(1.5)
