@@ -392,6 +392,7 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
 #: (grid, family, primitive, cold) of the profile's grids.
 _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm", True),
           ("matmul_outer", "matmul_outer", "mm", False), ("matmul_host", "matmul_host", "mm", False),
+          ("matmul_narrow", "matmul_narrow", "addmm", False),
           ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
           ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False),

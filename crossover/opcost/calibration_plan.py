@@ -73,6 +73,11 @@ class Plan:
     #: dominates).
     outer_k: tuple = (1, 2, 4, 8, 16, 32, 64)
     outer_mn: tuple = (64, 128, 256, 512, 1024)
+    #: Products with a narrow output, as a classifier's head (CPU only): ``M`` rows by ``K`` inputs to
+    #: :data:`crossover.opcost.op_costs.NARROW_N` outputs, with bias (on the VM the square grid at the same
+    #: ``K·N`` reads a 512-row head of 10 outputs at half its time: its rows stream the wide input)
+    narrow_m: tuple = (1, 8, 64, 512)
+    narrow_k: tuple = (16, 64, 256, 1024)
     #: Rows of bias-free products ``x @ w.t()`` (CUDA only; 64² and 128² weights): the host's time per call
     host_mm_m: tuple = (1, 2, 8, 32, 128, 512)
     #: Image sides the convolutions are calibrated at (a grid each; predictions interpolate between).
@@ -115,7 +120,7 @@ PLANS = {
                   (1, 16), (16, 64), (64,), ((64, 16),), (4,), (2**10, 2**14), ("add", "relu"),
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
-                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1,
+                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1, narrow_k=(),
                   reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),)),
 }
 REFERENCE = "reference"
@@ -227,7 +232,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
     """The primitives of ``plan`` on ``device``, in a fixed order (each round shuffles them)."""
     from .gpu_ops import gru_flops
     from .layer_primitives import layer_points
-    from .op_costs import attention_flops
+    from .op_costs import NARROW_N, attention_flops
 
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
     out += [Point("overhead", f"chain_{mode}", n=n) for mode in ("nograd", "grad", "train") for n in CHAIN_LENGTHS]
@@ -244,6 +249,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
             for k, mn in itertools.product(plan.outer_k, plan.outer_mn)]
     out += [Point("matmul_host", "mm", m, k, k, x=2.0 * m * k * k) for m in plan.host_mm_m for k in (64, 128)
             if device == "cuda"]
+    out += [Point("matmul_narrow", "addmm", m, k, NARROW_N, x=2.0 * m * k * NARROW_N)
+            for m, k in itertools.product(plan.narrow_m, plan.narrow_k) if device == "cpu"]
     for name in plan.elementwise_ops:
         family = {"clone": "copy", "bernoulli": "rng"}.get(name, "elementwise")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
@@ -424,7 +431,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
 
     if point.family == "overhead":
         return _overhead_step(point, device)
-    if point.family in ("matmul", "matmul_check", "matmul_outer", "matmul_host", REFERENCE):
+    if point.family in ("matmul", "matmul_check", "matmul_outer", "matmul_host", "matmul_narrow", REFERENCE):
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
     if point.family in LAYER_FAMILIES:
         return layer_step(point.family, point.shape, device)
