@@ -8,6 +8,7 @@ from torch import nn
 from crossover.opcost.calibrate import build_profile
 from crossover.opcost.calibration_plan import PLANS, fresh_buffers, make_step, points
 from crossover.opcost.module_predict import predict_module
+from crossover.opcost.op_costs import op_cost
 from crossover.opcost.profiles import Curve, synthetic_profile
 from crossover.opcost.streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS, in_stream, stream_factor
 
@@ -39,14 +40,20 @@ def test_without_the_chain_or_on_a_gpu_nothing_changes():
     assert stream_factor(gpu, 32 * MIB) == 1.0
 
 
-def test_a_streaming_op_costs_at_least_its_bytes_at_the_streams_rate():
+def test_a_memory_bound_op_costs_at_least_its_bytes_at_the_streams_rate():
     profile = _with_chain()
     stream = 1.5 * 32 * MIB / 1e9  # the chain's time at 32 MiB
-    assert in_stream(profile, "elementwise", 20e-3, 32 * MIB) == pytest.approx(stream)
-    assert in_stream(profile, "pool1d", 20e-3, 32 * MIB) == pytest.approx(stream)
-    assert in_stream(profile, "pool", 0.1, 32 * MIB) == 0.1  # a kernel slower than the stream: as it is
-    assert in_stream(profile, "matmul", 10e-3, 32 * MIB) == 10e-3  # not a streaming family
-    assert in_stream(synthetic_profile(bandwidth=1e9), "elementwise", 1e-3, 32 * MIB) == 1e-3  # no chain
+    assert in_stream(profile, 20e-3, 32 * MIB) == pytest.approx(stream)
+    assert in_stream(profile, 0.1, 32 * MIB) == 0.1  # a kernel slower than the stream: as it is
+    assert in_stream(synthetic_profile(bandwidth=1e9), 1e-3, 32 * MIB) == 1e-3  # no chain
+    relu = dict(op="aten.relu.default", kind="elementwise", input_shapes=[(2**22,)], output_shapes=[(2**22,)],
+                bytes_read=16 * MIB, bytes_written=16 * MIB, launches=1)
+    assert op_cost(profile, relu).host_s == pytest.approx(stream)
+    product = dict(op="aten.mm.default", kind="matmul", input_shapes=[(4096, 1024), (1024, 1024)],
+                   output_shapes=[(4096, 1024)], flops=2 * 4096 * 1024**2, bytes_read=32 * MIB,
+                   bytes_written=16 * MIB, launches=1)
+    assert op_cost(profile, product).host_s == op_cost(synthetic_profile(dispatch_s=1 * US, bandwidth=1e9),
+                                                       product).host_s  # a matrix product: not a memory family
 
 
 def test_a_models_relu_over_16_mib_costs_the_chains_time():

@@ -20,7 +20,7 @@ def _reference_steps(profile: Profile, models) -> list:
     optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label,
     a function of a profile giving its predicted s)."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
-    from .module_predict import host_events, step_prediction, trace_step
+    from .module_predict import costed_rows, host_events, step_prediction, trace_step
 
     bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
     out = []
@@ -33,7 +33,8 @@ def _reference_steps(profile: Profile, models) -> list:
         sizes = dict(module_calls=calls, n_params=len(params),
                      param_bytes=sum(p.numel() * p.element_size() for p in params))
         step = step_prediction(bare, records, **sizes)
-        features = (step["autograd_s"], host_events(records, calls), step["conv_forward_s"], step["backward_kernels_s"])
+        features = (step["autograd_s"], host_events(costed_rows(bare, records), calls), step["conv_forward_s"],
+                    step["backward_kernels_s"])
         out.append((seconds, step["latency_s"], features, dict(model=name, workload=workload, batch_size=int(row["m"])),
                     lambda p, records=records, sizes=sizes: step_prediction(p, records, **sizes)["latency_s"]))
     return out

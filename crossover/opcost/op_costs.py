@@ -125,7 +125,7 @@ def _prod(shape) -> int:
     return out
 
 
-def _name(op: str) -> str:
+def op_name(op: str) -> str:
     """``"aten.addmm.default"`` → ``"addmm"``."""
     parts = str(op).split(".")
     return parts[1] if len(parts) >= 3 else parts[-1]
@@ -165,7 +165,7 @@ def fresh_bytes(row: Mapping, cpu_threads: Optional[int] = None) -> float:
 
     With ``cpu_threads`` (the op runs on a CPU with that many threads; 0: several), a oneDNN convolution's
     own buffers of that size count too (:func:`onednn_buffers`)."""
-    name = _name(row.get("op", ""))
+    name = op_name(row.get("op", ""))
     if int(row.get("launches", 1) or 0) == 0 or name.endswith("_"):
         return 0.0
     fused = _fused_rows(name, row)
@@ -190,7 +190,7 @@ def onednn_buffers(row: Mapping, threads: int = 0) -> list:
     Read off ``ONEDNN_VERBOSE=1`` on the 2-core VM (AVX-512): a depthwise 3×3 convolution of 512 images of
     16 × 32 × 32 reorders its 32 MiB input (6.5 ms, faulted in afresh), runs (2.6 ms) and reorders its
     output (1.6 ms). Empty for other rows (a backward convolution, the native path)."""
-    if _name(row.get("op", "")) != "convolution" or conv_backend(row, threads) != "mkldnn":
+    if op_name(row.get("op", "")) != "convolution" or conv_backend(row, threads) != "mkldnn":
         return []
     shapes = [tuple(s) for s in row.get("input_shapes") or ()]
     outputs = [tuple(s) for s in row.get("output_shapes") or ()]
@@ -329,7 +329,7 @@ def _outer_k(row: Mapping, dims, outer) -> float:
     square grid whatever their shape."""
     outputs = row.get("output_shapes") or ()
     if (dims is None or not outputs or len(tuple(outputs[0])) < 2 or row.get("phase") != "backward"
-            or _name(row.get("op", "")) != "mm"):
+            or op_name(row.get("op", "")) != "mm"):
         return None
     m, kn = dims
     n = float(tuple(outputs[0])[-1])
@@ -430,7 +430,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     OpCost
     """
     on_gpu = profile.device == "cuda"
-    name = _name(row.get("op", ""))
+    name = op_name(row.get("op", ""))
     launches = int(row.get("launches", 1) or 0)
     if row.get("kind") == "view" or launches == 0:
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
@@ -462,9 +462,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
                    f"the generic model max(dispatch, FLOPs / peak rate, bytes / peak bandwidth)")
         family = "generic"
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
-    if not on_gpu:  # past the private caches a step's buffers stream from DRAM, not the shared cache
-        moved_total = float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)
-        seconds = in_stream(profile, family, seconds, moved_total)
+    if not on_gpu and family in MEMORY_FAMILIES:  # past the private caches a step streams from DRAM
+        seconds = in_stream(profile, seconds, float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0))
     compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
     if on_gpu:
         dims = matmul_dims(row) if family == "matmul" else None

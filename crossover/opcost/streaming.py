@@ -16,7 +16,8 @@ own rounds. In the 1-D CNN's batch-512 step at two threads its two ReLUs took 98
 The calibration's :data:`CHAIN_FAMILY` primitive times :data:`CHAIN_OPS` ReLUs in a row, each reading
 the fresh output of the one before, at the plan's sizes from :data:`CHAIN_MIN_BYTES`;
 :func:`stream_factor` is its time per op over the lone elementwise curve's at the same bytes (at least
-1), and :func:`in_stream` costs an op of the memory-bound families (:data:`STREAMING_FAMILIES`) at
+1), and :func:`in_stream` costs a memory-bound op (one of
+:data:`crossover.opcost.op_costs.MEMORY_FAMILIES`, whose time beyond the floor is memory traffic) at
 least the lone ReLU's time at its bytes times that factor: a roofline whose bandwidth is the
 stream's. A profile without the primitive (every calibration before it, and every GPU's) costs as before.
 """
@@ -25,8 +26,7 @@ from __future__ import annotations
 
 from .profiles import Profile, log_between
 
-__all__ = ["CHAIN_FAMILY", "CHAIN_OPS", "CHAIN_MIN_BYTES", "STREAMING_FAMILIES", "stream_factor", "stream_seconds",
-           "in_stream"]
+__all__ = ["CHAIN_FAMILY", "CHAIN_OPS", "CHAIN_MIN_BYTES", "stream_factor", "stream_seconds", "in_stream"]
 
 #: The calibration family of the chained ReLUs (a curve over one ReLU's bytes, seconds per ReLU).
 CHAIN_FAMILY = "elementwise_chain"
@@ -36,12 +36,6 @@ CHAIN_OPS = 4
 #: the private caches whatever ran before it (on the VM a ReLU over 1 MiB reads alike alone and after a
 #: multiply), and the factor fades to 1 at a quarter of it.
 CHAIN_MIN_BYTES = 2 * 2**20
-#: The families whose primitives stream their bytes once (elementwise, reductions, poolings, depthwise
-#: convolutions, copies): their calibrated time beyond the floor is memory time.
-STREAMING_FAMILIES = frozenset({"elementwise", "reduction", "pool", "pool_backward", "pool1d", "adaptive_pool",
-                                "adaptive_pool_short", "conv_depthwise", "copy"})
-
-
 def stream_factor(profile: Profile, bytes_moved: float) -> float:
     """How much slower a memory-bound op moving ``bytes_moved`` runs in a step than alone on ``profile``:
     the chained ReLU's time over the lone elementwise curve's at those bytes, held at its value at the
@@ -66,11 +60,8 @@ def stream_seconds(profile: Profile, bytes_moved: float) -> float:
     return profile.curves["elementwise"](bytes_moved) * stream_factor(profile, bytes_moved)
 
 
-def in_stream(profile: Profile, family: str, seconds: float, bytes_moved: float) -> float:
-    """``seconds`` of one op of ``family`` as a step runs it: at least :func:`stream_seconds` where the
-    family streams its bytes (:data:`STREAMING_FAMILIES`). A roofline with the stream's bandwidth: an
-    op whose own kernel is slower than streaming its bytes (2×2 max-pooling with indices, ~3 GB/s
-    on the VM) is not slowed further."""
-    if family not in STREAMING_FAMILIES:
-        return seconds
+def in_stream(profile: Profile, seconds: float, bytes_moved: float) -> float:
+    """``seconds`` of one memory-bound op as a step runs it: at least :func:`stream_seconds`. A roofline
+    with the stream's bandwidth: an op whose own kernel is slower than streaming its bytes (2×2
+    max-pooling with indices, ~3 GB/s on the VM) is not slowed further."""
     return max(seconds, stream_seconds(profile, bytes_moved))
