@@ -55,7 +55,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
-from .gpu_ops import CPU_RNN_STEPS, fit_cpu_recurrent
+from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
@@ -423,9 +423,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     families = {}
     for seconds, spread, row in by_point.values():
         families.setdefault(row["family"], []).append((seconds, spread, row))
+    rnn_cells = [(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", []) if math.isfinite(s)]
     if device == "cpu":  # the recurrent step's terms, its module call left to the model's own count
-        overheads.update(fit_cpu_recurrent([(*_shape(r), s - overheads["module_call_s"])
-                                            for s, _, r in families.get("rnn", []) if math.isfinite(s)]))
+        overheads.update(fit_cpu_recurrent(rnn_cells))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -445,6 +445,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
             grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:
         raise ValueError("the calibration lacks the matmul grid")
+    residuals = cpu_recurrent_residuals(rnn_cells, overheads) if device == "cpu" else None
+    if residuals is not None:  # where the GRU primitives measured a batch and width, as they measured
+        grids[RNN_RESIDUAL_GRID] = residuals
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
