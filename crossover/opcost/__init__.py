@@ -8,6 +8,7 @@ calibration_plan  what a calibration measures: the primitives of each plan
 calibrate         running a calibration into a profile directory
 profiles          a device's calibration profile: loading, finding, synthetic ones
 op_costs          one traced op's cost on a profile (pure)
+streaming         a CPU step's memory-bound ops at the rate its stream of fresh buffers moves them (pure)
 module_predict    a module's step latency per device, and where devices cross
 ================  ====================================================================
 """
