@@ -16,23 +16,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 from pathlib import Path
+
+from block_timing import block_mean_us
 
 SHAPES = ((512, 128, 10), (512, 84, 10), (512, 64, 4), (512, 256, 4), (8, 128, 10), (8, 64, 4), (64, 64, 4),
           (512, 64, 64))
-
-
-def _time_us(fn, calls: int = 2000, blocks: int = 7) -> float:
-    for _ in range(100):
-        fn()
-    means = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        means.append((time.perf_counter() - start) / calls)
-    return sorted(means)[1] * 1e6
 
 
 def _row(m: int, k: int, n: int) -> dict:
@@ -63,7 +52,7 @@ def main(argv=None) -> int:
     for m, k, n in SHAPES:
         x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
         wt = w.t()
-        measured = _time_us(lambda: torch.addmm(b, x, wt))
+        measured = block_mean_us(lambda: torch.addmm(b, x, wt), calls=2000, blocks=7, warmup=100)
         old = op_cost(square, _row(m, k, n)).host_s * 1e6
         new = op_cost(profile, _row(m, k, n)).host_s * 1e6
         print(f"{f'{m} x {k} -> {n}':>16} {measured:>12.1f} {old:>10.1f} {old / measured - 1:>+7.0%} "

@@ -18,22 +18,10 @@ import argparse
 import os
 import subprocess
 import sys
-import time
+
+from block_timing import block_mean_us
 
 _ENV = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**36), "MALLOC_TOP_PAD_": "0"}
-
-
-def _time_us(fn, calls: int, blocks: int = 9) -> float:
-    """The second-quickest block's mean seconds per call, in µs."""
-    for _ in range(2):
-        fn()
-    means = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        means.append((time.perf_counter() - start) / calls)
-    return sorted(means)[1] * 1e6
 
 
 def _child(threads: int, sizes_mib) -> None:
@@ -52,9 +40,9 @@ def _child(threads: int, sizes_mib) -> None:
                 y = torch.relu(y)
             return y
 
-        alone = _time_us(lambda: torch.relu(x), calls)
-        after = _time_us(lambda: torch.relu(x.mul(1.0)), calls) - _time_us(lambda: x.mul(1.0), calls)
-        chained = _time_us(chain, calls) / 4
+        alone = block_mean_us(lambda: torch.relu(x), calls)
+        after = block_mean_us(lambda: torch.relu(x.mul(1.0)), calls) - block_mean_us(lambda: x.mul(1.0), calls)
+        chained = block_mean_us(chain, calls) / 4
         gbs = 2 * mib * 2**20 / 1e3  # bytes moved / 1e9 * 1e6 µs
         print(f"{threads:>7} {mib:>8g} {alone:>9.0f} {gbs / alone:>6.0f} {after:>9.0f} {after / alone:>6.2f} "
               f"{chained:>9.0f} {chained / alone:>6.2f}", flush=True)
