@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow"):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
@@ -475,7 +475,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     # 2.2 TFLOP/s against the grid's best 62 (TF32), 157 µs for a step measured at 254 µs in all. There
     # its extra FLOPs run at the grid's best rate; on a CPU an edge cell's time is its own work, out of
     # cache, and its rate stands.
-    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul")
+    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul") and name != "matmul_narrow"
                     else replace(grid, rate=grid.best_rate) if device == "cuda" else grid)
              for name, grid in grids.items()}
     bandwidths = [float(r["x"]) / s for s, _, r in families.get("elementwise", []) + families.get("copy", [])]
