@@ -21,14 +21,16 @@ def _profile(device="cpu"):
     """The square grid at 1 µs a cell, the narrow one at 10 µs."""
     base = synthetic_profile(device, dispatch_s=0.5 * US)
     square = Grid((1.0, 1024.0), (16.0, 2**20), ((1 * US,) * 2,) * 2)
-    narrow = Grid((1.0, 512.0), (128.0, 8192.0), ((10 * US,) * 2,) * 2)
+    narrow = Grid((1.0, 512.0), (128.0, 8192.0), ((10 * US, 20 * US), (40 * US, 80 * US)))  # varies on both axes
     return dataclasses.replace(base, grids={"matmul": square, "matmul_cold": square, "matmul_narrow": narrow})
 
 
 def test_a_head_of_few_outputs_is_costed_on_the_narrow_grid():
     profile = _profile()
-    assert op_cost(profile, _row(512, 128, 10)).host_s == pytest.approx(10 * US)
-    assert op_cost(profile, _row(8, 64, 4, op="aten.mm.default")).host_s == pytest.approx(10 * US)
+    grid = profile.grids["matmul_narrow"]
+    assert op_cost(profile, _row(512, 128, 10)).host_s == pytest.approx(grid(512, 1280))  # (M, K·N)
+    assert op_cost(profile, _row(8, 64, 4, op="aten.mm.default")).host_s == pytest.approx(grid(8, 256))
+    assert grid(512, 1280) != grid(1280, 512)
 
 
 def test_square_backward_and_gpu_products_keep_the_square_grid():
