@@ -10,9 +10,10 @@
 #   paired.tgz      the paired CPU/GPU suite (experiments/suites/gpu-paired.toml): results.csv, metadata.json
 #   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu), and of the
 #                   host CPU at one thread (profiles-1t/cpu)
-#   zoo.tgz         every zoo model measured on each device (`measure --model --json`) and predicted from
-#                   the two profiles (`predict --model --json`), after the calibration's reference models
-#                   measured again in the zoo's process (measure-reference_*: the process's share of a miss);
+#   zoo.tgz         every zoo model measured on each device (`measure --model --json` files) and predicted
+#                   from the two profiles (`predict --model --json`): all of a device's models in the same
+#                   shuffled rounds, as the calibration measures its primitives, with the calibration's
+#                   reference models among them (measure-reference_*: the process's share of a miss);
 #                   zoo-1t/ the CPU side at one thread; zoo-cuda-again/ the launch-bound models' GPU side
 #                   again, in a GPU-only process
 #   peaks.json      the devices' measured peaks
@@ -73,7 +74,9 @@ fi
 stage calibrate-cpu 94 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
-# The zoo: each model on each device, measured in interleaved rounds and predicted from the profiles.
+# The zoo: every model on each device, predicted from the profiles, then measured in one pool of shuffled
+# rounds per device (the devices' rounds in turn; measured model by model, the zoo's launch-bound GPU steps
+# moved up to 2.5x between visits where the calibration's reference steps moved 1.2x).
 stage zoo 41 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 

@@ -5,11 +5,12 @@
 
 Part of ``experiments/gpu_run.sh``. For every model of ``experiments/zoo`` (each module's
 ``INPUT_SHAPE``; ``WORKLOADS`` where a module names several, else the forward pass) and each device,
-the steps at batch 1, 8, 64 and 512 are timed in shuffled interleaved rounds (what ``crossover measure
---model --json`` writes, as ``measure-<model>-<workload>-<device>.json``) and predicted from the
-profiles in ``PROFILES/<device>`` (``crossover.decide``: ``predict-<model>-<workload>.json``). Each
-file is written as soon as it is measured, cheap models first, so a stage stopped at its time limit
-keeps what it did. ``DIR/summary.md`` tabulates the errors per model and device (latency = the 10th
+the steps at batch 1, 8, 64 and 512 are predicted from the profiles in ``PROFILES/<device>``
+(``crossover.decide``: ``predict-<model>-<workload>.json``), then timed, every model, workload and batch
+size of a device in the same shuffled rounds (:func:`measure_zoo`; ``--references``: the calibration's
+reference models among them), the devices' rounds in turn. Each model's file (what ``crossover measure
+--model --json`` writes, as ``measure-<model>-<workload>-<device>.json``) is rewritten after every
+round, so a stage stopped at its time limit keeps its whole rounds. ``DIR/summary.md`` tabulates the errors per model and device (latency = the 10th
 percentile of the pooled repeats on both sides) and the predicted and measured crossovers.
 
 ``--profile-steps`` records a few steps of the MNIST MLP and the toy at batch 1 on the GPU with
@@ -28,7 +29,7 @@ from pathlib import Path
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 BATCH_SIZES = (1, 8, 64, 512)
-#: Models in the order they are measured: cheap steps first.
+#: Models in the order they are predicted (and listed): cheap steps first.
 ORDER = ("mnist_mlp", "toy", "lenet5", "transformer_layer")
 
 
@@ -46,85 +47,138 @@ def zoo_entries() -> list:
     return sorted(entries, key=lambda e: (rank.get(e[0], len(ORDER)), e[0]))
 
 
-def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, names=None) -> list:
-    """Measure and predict every entry (or those in ``names``), appending the summary rows to ``rows`` as
-    they come (so a run stopped part way keeps them); returns ``rows``."""
-    import torch
-
-    import crossover
-    from crossover.jsonable import to_jsonable
-    from crossover.measurement.module_rounds import measure_module
+def _entry_steps(entries, device: str) -> list:
+    """``((model, workload, batch), step)`` of every zoo entry on ``device``: one model instance per model
+    and workload (a step sets its mode once), its steps at :data:`BATCH_SIZES`."""
+    from crossover.measurement.module_rounds import example_input, make_module_step
     from crossover.measurement.user_module import build_model, input_dtype
 
-    out.mkdir(parents=True, exist_ok=True)
-    found = [profiles / d for d in ("cpu", "cuda") if (profiles / d / "profile.json").is_file()]
-    for name, shape, workloads, dtype in zoo_entries():
-        if names and name not in names:
-            continue
-        spec = f"{ZOO / name}.py:model"
+    points = []
+    for name, shape, workloads, dtype in entries:
         for workload in workloads:
-            predicted = None
-            if found:
-                predicted = crossover.decide(model=spec, input_shape=shape, batch_size=list(BATCH_SIZES),
-                                             workload=workload, profiles=found, input_dtype=dtype)
-                (out / f"predict-{name}-{workload}.json").write_text(json.dumps(predicted.to_json(), indent=2))
-            for device in devices:
-                t0 = time.perf_counter()
-                frame = measure_module(build_model(spec), shape, BATCH_SIZES, device=device, workload=workload,
-                                       dtype=input_dtype(dtype), rounds=rounds)
-                points = frame.drop(columns=["elapsed_s"]).to_dict("records")
-                data = {"model": spec, "input_shape": list(shape), "workload": workload, "device": device,
-                        "threads": torch.get_num_threads(), "rounds": rounds, "statistic": "p10", "points": points}
-                (out / f"measure-{name}-{workload}-{device}.json").write_text(json.dumps(to_jsonable(data), indent=2))
-                for point in points:
-                    guess = None
-                    if predicted is not None:
-                        guess = next((d for d in predicted.devices if d["batch_size"] == point["batch_size"]
-                                      and d["device"] == device), None)
-                    rows.append(dict(model=name, workload=workload, device=device, batch_size=point["batch_size"],
-                                     measured_s=point["latency_s"],
-                                     predicted_s=None if guess is None else guess["latency_s"]))
-                print(f"{name} {workload} {device}: {time.perf_counter() - t0:.1f} s", flush=True)
-    return rows
+            model = build_model(f"{ZOO / name}.py:model").to(device)
+            points += [((name, workload, b), make_module_step(
+                model, example_input(shape, b, dtype=input_dtype(dtype), device=device, model=model), workload))
+                for b in BATCH_SIZES]
+    return points
 
 
-def measure_references(out: Path, devices, profiles: Path, rounds: int, rows: list) -> list:
-    """The calibration's reference models (``crossover.opcost.calibration_plan.REFERENCE_MODELS``, at the
-    quick plan's batch sizes, forward and training steps) measured again in this process, on each device,
-    beside what the calibration measured of them (``profiles/<device>/profile.json``'s
-    ``reference_models``): whether a zoo model's miss is the model's or the process's. On the H100's third
-    visit the MNIST MLP's forward GPU step read 155 µs in the zoo's process where the calibration's
-    reference MLP, with more ops of the same kinds, read 85 µs in its own. Appends rows whose
-    ``predicted_s`` is the calibration's measurement; returns ``rows``."""
-    import torch
-
-    from crossover.jsonable import to_jsonable
-    from crossover.measurement.module_rounds import measure_module
+def _reference_steps(device: str) -> list:
+    """``((reference_<name>, workload, batch), step)`` of the calibration's reference models at the quick
+    plan's batch sizes, forward and training steps."""
+    from crossover.measurement.module_rounds import example_input, make_module_step
     from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, reference_model
 
     batches = {}
     for name, batch in PLANS["quick"].reference_models:
         batches.setdefault(name, []).append(batch)
-    for device in devices:
-        profile = profiles / device / "profile.json"
-        known = json.loads(profile.read_text()).get("reference_models", []) if profile.is_file() else []
-        calibrated = {(r["model"], r["workload"], int(r["batch_size"])): r["measured_s"] for r in known}
-        for name, sizes in batches.items():
-            for workload in ("forward", "train"):
-                frame = measure_module(reference_model(name), REFERENCE_MODELS[name], sizes, device=device,
-                                       workload=workload, rounds=rounds)
-                points = frame.drop(columns=["elapsed_s"]).to_dict("records")
-                data = {"model": f"reference:{name}", "input_shape": list(REFERENCE_MODELS[name]), "workload": workload,
-                        "device": device, "threads": torch.get_num_threads(), "rounds": rounds, "statistic": "p10",
-                        "points": points, "calibration_measured_s": {str(b): calibrated.get((name, workload, b))
-                                                                      for b in sizes}}
-                (out / f"measure-reference_{name}-{workload}-{device}.json").write_text(
-                    json.dumps(to_jsonable(data), indent=2))
-                for point in points:
-                    rows.append(dict(model=f"reference_{name}", workload=workload, device=device,
-                                     batch_size=point["batch_size"], measured_s=point["latency_s"],
-                                     predicted_s=calibrated.get((name, workload, point["batch_size"]))))
-        print(f"reference models on {device}: measured", flush=True)
+    points = []
+    for name, sizes in batches.items():
+        for workload in ("forward", "train"):
+            model = reference_model(name).to(device)
+            points += [((f"reference_{name}", workload, b), make_module_step(
+                model, example_input(REFERENCE_MODELS[name], b, device=device), workload)) for b in sizes]
+    return points
+
+
+def _calibration_references(profiles: Path, device: str) -> dict:
+    """What the calibration measured of its reference models: ``{(reference_<name>, workload, batch): s}``."""
+    profile = profiles / device / "profile.json"
+    known = json.loads(profile.read_text()).get("reference_models", []) if profile.is_file() else []
+    return {(f"reference_{r['model']}", r["workload"], int(r["batch_size"])): r["measured_s"] for r in known}
+
+
+def write_round_files(out: Path, device: str, visits: list, shapes: dict, rounds: int, threads: int,
+                      calibrated: dict) -> list:
+    """Write ``measure-<model>-<workload>-<device>.json`` of every model from the visits so far (the
+    layout ``crossover measure --model --json`` writes; a reference model's with ``calibration_measured_s``)
+    and return their points as summary rows (``predicted_s`` filled in later)."""
+    from crossover.jsonable import to_jsonable
+    from crossover.measurement.module_rounds import summarise_rounds
+
+    done = len({v["round"] for v in visits})
+    rows = []
+    by_model = {}
+    for v in visits:
+        by_model.setdefault(v["key"][:2], {}).setdefault(v["key"][2], []).append(v)
+    for (name, workload), by_batch in by_model.items():
+        points = []
+        for batch in sorted(by_batch):
+            mine = by_batch[batch]
+            stats = summarise_rounds(mine)
+            device_stats = summarise_rounds(mine, device_time=True) if device == "cuda" else {"latency_s": float("nan")}
+            points.append(dict(device=device, batch_size=batch, workload=workload, **stats,
+                               device_latency_s=device_stats["latency_s"], threads=threads))
+        reference = name.startswith("reference_")
+        data = {"model": f"reference:{name[len('reference_'):]}" if reference else f"{ZOO / name}.py:model",
+                "input_shape": list(shapes[name]), "workload": workload, "device": device, "threads": threads,
+                "rounds": done, "rounds_planned": rounds, "statistic": "p10", "protocol": POOLED, "points": points}
+        if reference:
+            data["calibration_measured_s"] = {str(b): calibrated.get((name, workload, b)) for b in sorted(by_batch)}
+        (out / f"measure-{name}-{workload}-{device}.json").write_text(json.dumps(to_jsonable(data), indent=2))
+        rows += [dict(model=name, workload=workload, device=device, batch_size=p["batch_size"],
+                      measured_s=p["latency_s"], predicted_s=calibrated.get((name, workload, p["batch_size"])))
+                 for p in points]
+    return rows
+
+
+#: How the zoo is measured: every model, workload and batch size of one device in the same shuffled rounds
+#: (with the calibration's reference models where asked), as the calibration measures its primitives.
+POOLED = ("one pool: every model, workload and batch size of the device in the same shuffled rounds, "
+          "as the calibration's primitives")
+
+
+def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, names=None,
+                references: bool = False) -> list:
+    """Predict every entry (or those in ``names``), then measure them on each device in one pool of
+    shuffled rounds (:data:`POOLED`; with ``references`` the calibration's reference models in the same
+    rounds; the devices' rounds in turn), rewriting each model's file and the summary rows in ``rows``
+    after every round (so a run stopped part way keeps its whole rounds, on every device); returns ``rows``.
+
+    Measured model by model, one model's rounds lasted a few seconds, and a launch-bound GPU step landed
+    in whatever state the host was in for them: the zoo's steps moved up to 2.5x between visits to one
+    machine kind (the MNIST MLP's forward pass 70-155 µs on three H100 visits), where the calibration's
+    reference steps, measured among its primitives over a minute, moved at most 1.2x
+    (``crossover.analysis.visit_spread``). In one pool every model sees the same states as every other,
+    and as the calibration does."""
+    import torch
+
+    import crossover
+    from crossover.measurement.module_rounds import measure_rounds
+
+    out.mkdir(parents=True, exist_ok=True)
+    found = [profiles / d for d in ("cpu", "cuda") if (profiles / d / "profile.json").is_file()]
+    entries = [e for e in zoo_entries() if not names or e[0] in names]
+    predicted = {}
+    for name, shape, workloads, dtype in entries:
+        for workload in workloads if found else ():
+            decision = crossover.decide(model=f"{ZOO / name}.py:model", input_shape=shape, batch_size=list(BATCH_SIZES),
+                                        workload=workload, profiles=found, input_dtype=dtype)
+            (out / f"predict-{name}-{workload}.json").write_text(json.dumps(decision.to_json(), indent=2))
+            predicted.update({(name, workload, d["device"], d["batch_size"]): d["latency_s"] for d in decision.devices})
+    shapes = {name: shape for name, shape, _, _ in entries}
+    if references:
+        from crossover.opcost.calibration_plan import REFERENCE_MODELS
+
+        shapes.update({f"reference_{name}": shape for name, shape in REFERENCE_MODELS.items()})
+    steps = {d: (_reference_steps(d) if references else []) + _entry_steps(entries, d) for d in devices}
+    calibrated = {d: _calibration_references(profiles, d) if references else {} for d in devices}
+    visits = {d: [] for d in devices}
+    kept = len(rows)
+    t0 = time.perf_counter()
+    for r in range(rounds):  # the devices' rounds in turn: a stage stopped at its limit keeps both
+        for device in devices:
+            done = measure_rounds(steps[device], rounds=1, seed=r, device=device)
+            visits[device] += [dict(v, round=r) for v in done]
+        measured = []
+        for device in devices:
+            for row in write_round_files(out, device, visits[device], shapes, rounds, torch.get_num_threads(),
+                                         calibrated[device]):
+                if not row["model"].startswith("reference_"):
+                    row["predicted_s"] = predicted.get((row["model"], row["workload"], device, row["batch_size"]))
+                measured.append(row)
+        rows[kept:] = measured
+        print(f"round {r + 1}/{rounds} on {', '.join(devices)} ({time.perf_counter() - t0:.1f} s)", flush=True)
     return rows
 
 
@@ -202,8 +256,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", default=None,
                         help="with --profile-steps: comma-separated batch sizes (default 1 on a GPU, 1,8 on a CPU)")
     parser.add_argument("--references", action="store_true",
-                        help="first measure the calibration's reference models again in this process, beside the "
-                             "calibration's own measurement of them (profiles/<device>/profile.json)")
+                        help="measure the calibration's reference models again in this process, in the zoo's rounds, "
+                             "beside the calibration's own measurement of them (profiles/<device>/profile.json)")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
@@ -219,10 +273,8 @@ def main(argv=None) -> int:
         return 0
     rows = []
     try:
-        if args.references:
-            measure_references(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows)
         measure_zoo(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows,
-                    names=set(args.models.split(",")) if args.models else None)
+                    names=set(args.models.split(",")) if args.models else None, references=args.references)
     finally:  # a stage stopped at its limit (SIGINT) still writes what it measured
         (args.out / "summary.md").write_text(summary(rows))
     return 0

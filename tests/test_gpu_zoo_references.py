@@ -1,11 +1,14 @@
-"""The GPU run's zoo measures the calibration's reference models again in its own process, beside the
-calibration's measurement of them: whether a zoo model's miss is the model's or the process's."""
+"""The GPU run's zoo: every model of a device measured in one pool of shuffled rounds, with the calibration's
+reference models among them beside the calibration's own measurement of them (whether a zoo model's miss
+is the model's or the process's), each model's file rewritten after every round."""
 
 import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from crossover.opcost.profiles import synthetic_profile, write_profile
 
 _PATH = Path(__file__).resolve().parents[1] / "experiments" / "gpu_zoo.py"
 
@@ -17,18 +20,57 @@ def _gpu_zoo():
     return module
 
 
-def test_the_reference_models_are_measured_beside_the_calibrations_own_measurement(tmp_path):
+def _profiles(tmp_path):
+    """A synthetic CPU profile whose calibration measured the reference MLP's forward pass at batch 1."""
+    folder = tmp_path / "profiles" / "cpu"
+    folder.mkdir(parents=True)
+    write_profile(folder, synthetic_profile("cpu"))
+    saved = json.loads((folder / "profile.json").read_text())
+    saved["reference_models"] = [dict(model="mlp", workload="forward", batch_size=1, measured_s=1e-3)]
+    (folder / "profile.json").write_text(json.dumps(saved))
+    return tmp_path / "profiles"
+
+
+def test_the_zoo_and_the_reference_models_share_the_rounds(tmp_path):
     gpu_zoo = _gpu_zoo()
-    (tmp_path / "profiles" / "cpu").mkdir(parents=True)
-    calibrated = [dict(model="mlp", workload="forward", batch_size=1, measured_s=1e-3)]
-    (tmp_path / "profiles" / "cpu" / "profile.json").write_text(json.dumps({"reference_models": calibrated}))
-    (tmp_path / "out").mkdir()
-    rows = gpu_zoo.measure_references(tmp_path / "out", ["cpu"], tmp_path / "profiles", 1, [])
+    out = tmp_path / "out"
+    rows = gpu_zoo.measure_zoo(out, ["cpu"], _profiles(tmp_path), 2, [], names={"mnist_mlp"}, references=True)
     kinds = {(r["model"], r["workload"], r["batch_size"]) for r in rows}
     assert ("reference_mlp", "forward", 1) in kinds and ("reference_cnn", "train", 32) in kinds
+    assert {("mnist_mlp", w, b) for w in ("forward", "train") for b in gpu_zoo.BATCH_SIZES} <= kinds
+    assert not any(r["model"] == "toy" for r in rows)  # only the models asked for
     mine = next(r for r in rows if (r["model"], r["workload"], r["batch_size"]) == ("reference_mlp", "forward", 1))
     assert mine["predicted_s"] == pytest.approx(1e-3) and 0 < mine["measured_s"] < 1e-3
-    assert all(r["predicted_s"] is None for r in rows if r is not mine)  # not in the profile: nothing beside it
-    saved = json.loads((tmp_path / "out" / "measure-reference_mlp-forward-cpu.json").read_text())
+    references = [r for r in rows if r["model"].startswith("reference_") and r is not mine]
+    assert references and all(r["predicted_s"] is None for r in references)  # not in the profile: nothing beside it
+    zoo = [r for r in rows if r["model"] == "mnist_mlp"]
+    assert all(r["predicted_s"] and r["predicted_s"] > 0 and r["measured_s"] > 0 for r in zoo)  # predicted beside
+    saved = json.loads((out / "measure-reference_mlp-forward-cpu.json").read_text())
     assert saved["calibration_measured_s"]["1"] == pytest.approx(1e-3) and saved["model"] == "reference:mlp"
+    measured = json.loads((out / "measure-mnist_mlp-train-cpu.json").read_text())
+    assert measured["rounds"] == 2 and measured["protocol"] == gpu_zoo.POOLED
+    assert [p["batch_size"] for p in measured["points"]] == list(gpu_zoo.BATCH_SIZES)
+    assert all(p["rounds"] == 2 and p["n_repeats"] >= 4 for p in measured["points"])
+    assert (out / "predict-mnist_mlp-forward.json").is_file()
     assert "reference_mlp | forward | cpu" in gpu_zoo.summary(rows)
+
+
+def test_a_run_stopped_part_way_keeps_its_whole_rounds(tmp_path, monkeypatch):
+    gpu_zoo = _gpu_zoo()
+    import crossover.measurement.module_rounds as module_rounds
+
+    real, calls = module_rounds.measure_rounds, []
+
+    def stopped_in_round_two(points, **kwargs):  # the stage's time limit (SIGINT) in the second round
+        calls.append(kwargs["seed"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(points, **kwargs)
+
+    monkeypatch.setattr(module_rounds, "measure_rounds", stopped_in_round_two)
+    rows = []
+    with pytest.raises(KeyboardInterrupt):
+        gpu_zoo.measure_zoo(tmp_path, ["cpu"], tmp_path / "none", 3, rows, names={"mnist_mlp"})
+    measured = json.loads((tmp_path / "measure-mnist_mlp-forward-cpu.json").read_text())
+    assert measured["rounds"] == 1 and measured["rounds_planned"] == 3
+    assert len(rows) == 2 * len(gpu_zoo.BATCH_SIZES) and all(r["predicted_s"] is None for r in rows)  # no profiles

@@ -28,9 +28,10 @@ def _profile(device="cpu"):
 def test_a_head_of_few_outputs_is_costed_on_the_narrow_grid():
     profile = _profile()
     grid = profile.grids["matmul_narrow"]
-    assert op_cost(profile, _row(512, 128, 10)).host_s == pytest.approx(grid(512, 1280))  # (M, K·N)
-    assert op_cost(profile, _row(8, 64, 4, op="aten.mm.default")).host_s == pytest.approx(grid(8, 256))
-    assert grid(512, 1280) != grid(1280, 512)
+    # read at the row's K as the grid measured it, at NARROW_N outputs: (M, K·NARROW_N), not the row's K·N
+    assert op_cost(profile, _row(512, 128, 10)).host_s == pytest.approx(grid(512, 128 * NARROW_N))
+    assert op_cost(profile, _row(8, 64, 4, op="aten.mm.default")).host_s == pytest.approx(grid(8, 64 * NARROW_N))
+    assert grid(512, 1024) != grid(1024, 512) and grid(8, 512) != grid(8, 256)
 
 
 def test_square_backward_and_gpu_products_keep_the_square_grid():

@@ -46,6 +46,9 @@ def test_a_memory_bound_op_costs_at_least_its_bytes_at_the_streams_rate():
     assert in_stream(profile, 20e-3, 32 * MIB) == pytest.approx(stream)
     assert in_stream(profile, 0.1, 32 * MIB) == 0.1  # a kernel slower than the stream: as it is
     assert in_stream(synthetic_profile(bandwidth=1e9), 1e-3, 32 * MIB) == 1e-3  # no chain
+    # where the stream is no slower than the lone op, an op cheaper than a ReLU of its bytes keeps its time
+    assert in_stream(profile, 1e-6, 128 * MIB) == 1e-6 and in_stream(profile, 1e-6, 0.25 * MIB) == 1e-6
+    assert in_stream(profile, 1e-6, 16 * MIB) > 1e-6  # there the stream is slower: the roofline
     relu = dict(op="aten.relu.default", kind="elementwise", input_shapes=[(2**22,)], output_shapes=[(2**22,)],
                 bytes_read=16 * MIB, bytes_written=16 * MIB, launches=1)
     assert op_cost(profile, relu).host_s == pytest.approx(stream)
@@ -91,3 +94,25 @@ def test_the_chains_curve_is_seconds_per_relu():
     profile = build_profile(rows, device="cpu", machine="m")
     assert profile.curves[CHAIN_FAMILY](8 * MIB) == pytest.approx(150 * US)
     assert stream_factor(profile, 8 * MIB) == pytest.approx(1.5)
+
+
+def test_the_chains_page_faults_are_taken_out_past_the_mmap_threshold():
+    """At 2^23 elements each ReLU's 32 MiB output is mapped afresh every call: the calibration takes the four
+    buffers' faults out of the chain's time (a step's faults are costed apart, by the buffers it allocates)."""
+    from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES
+
+    fault_s_per_byte = 0.25e-9
+    rows = [_row("dispatch", 1 * US), _row("view", 0.5 * US), _row("module_call", 0.8 * US)]
+    rows += [_row(f"chain_{m}", 1 * US * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
+    rows += [_row("sgd", 1 * US * c, n=c) for c in (1, 16)] + [_row("addmm", 1 * US, family="matmul", m=1, k=8, x=128.0)]
+    rows += [_row("fresh_fill", 1e-3 + fault_s_per_byte * FRESH_PROBE_BYTES), _row("reuse_fill", 1e-3)]
+    n = 2**23  # 32 MiB a ReLU's output
+    relu_s = 64 * MIB / 1e9
+    faults_s = CHAIN_OPS * 32 * MIB * fault_s_per_byte
+    rows += [_row("relu", relu_s + 32 * MIB * fault_s_per_byte, family="elementwise", x=8.0 * n, n=n)]
+    rows += [_row("relu_chain", CHAIN_OPS * 1.5 * relu_s + faults_s, family=CHAIN_FAMILY, x=8.0 * n, n=n)]
+    profile = build_profile(rows, device="cpu", machine="m")
+    assert profile.overheads["fresh_byte_s"] == pytest.approx(fault_s_per_byte)
+    assert profile.curves[CHAIN_FAMILY](8.0 * n) == pytest.approx(1.5 * relu_s, rel=1e-6)
+    assert profile.curves["elementwise"](8.0 * n) == pytest.approx(relu_s, rel=1e-6)
+    assert stream_factor(profile, 8.0 * n) == pytest.approx(1.5, rel=1e-6)

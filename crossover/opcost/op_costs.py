@@ -347,7 +347,8 @@ def _narrow_grid(profile: Profile, row: Mapping, dims, name: str):
     """The CPU's narrow-product grid for a forward ``addmm``/``mm`` of at most :data:`NARROW_MAX_N` output
     columns and more inputs than outputs (a classifier's head), else None: MKL runs those at a fraction of
     the square grid's rate at the same ``K·N`` (on the VM at one thread a 512 × 128 → 10 head took 34 µs
-    against 15 µs from the square grid), and the time follows the rows' wide input."""
+    against 15 µs from the square grid), and the time follows the rows' wide input: the grid (measured at
+    :data:`NARROW_N` outputs) is read at the row's ``K`` (its ``(M, K·NARROW_N)``), not at its own ``K·N``."""
     grid = profile.grids.get("matmul_narrow")
     outputs = row.get("output_shapes") or ()
     if (grid is None or profile.device != "cpu" or dims is None or name not in ("addmm", "mm")
@@ -377,8 +378,9 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if inner is not None:
             return outer(inner, dims[0] * dims[1] / inner)
         narrow = _narrow_grid(profile, row, dims, name)
-        if narrow is not None:
-            return narrow(*dims)
+        if narrow is not None:  # measured at NARROW_N outputs: read at the row's inputs K, as K·NARROW_N
+            n = float(tuple(row["output_shapes"][0])[-1])
+            return narrow(dims[0], dims[1] / n * NARROW_N)
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
         grid = grid or profile.grids.get("matmul")
         return None if dims is None or grid is None else grid(*dims)

@@ -63,5 +63,9 @@ def stream_seconds(profile: Profile, bytes_moved: float) -> float:
 def in_stream(profile: Profile, seconds: float, bytes_moved: float) -> float:
     """``seconds`` of one memory-bound op as a step runs it: at least :func:`stream_seconds`. A roofline
     with the stream's bandwidth: an op whose own kernel is slower than streaming its bytes (2×2
-    max-pooling with indices, ~3 GB/s on the VM) is not slowed further."""
+    max-pooling with indices, ~3 GB/s on the VM) is not slowed further. Where the stream is no slower than
+    the lone op (:func:`stream_factor` is 1: small bytes, a profile without the chain) the op keeps its own
+    time: its calibration, not the lone ReLU's, says what it costs."""
+    if stream_factor(profile, bytes_moved) <= 1.0:
+        return seconds
     return max(seconds, stream_seconds(profile, bytes_moved))
