@@ -20,7 +20,7 @@
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
 #                   step pays that the calibration's queued primitives do not), then the host CPU's
 #                   MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8, and the same steps
-#                   timed with the OpenMP threads spinning and bound (bench_thread_env.py)
+#                   timed with the OpenMP threads spinning, bound, and half as many (bench_thread_env.py)
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -53,7 +53,7 @@ stage() {
 skip() { echo "=== $1: skipped ($2)"; printf '| %s | skipped: %s | 0 |\n' "$1" "$2" >> "$summary"; }
 pack() { local name=$1; shift; (cd "$work" && tar czf "$OUT/$name" "$@" 2>/dev/null) || true; }
 
-stage env 8 $PY -m crossover env --json
+stage env 7 $PY -m crossover env --json
 sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
@@ -93,9 +93,10 @@ stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 # training step, LeNet-5, and the 1-D CNN: 473 µs at batch 1 against 124 predicted on the H100's third
 # visit), at batch 1 and 8: which ops the batch-1 step spends its time in.
 stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
-# The same slow batch-1 steps in fresh processes with the OpenMP threads spinning between parallel regions
-# and held on cores (experiments/bench_thread_env.py): whether the threads' waiting is what they pay.
-stage cpu-thread-env 11 $PY experiments/bench_thread_env.py --variants default,active,bound --steps 30
+# The same slow batch-1 steps in fresh processes with the OpenMP threads spinning between parallel regions,
+# held on cores, and half as many (one a core where two hardware threads share each: env.json's
+# cpu_physical_cores) (experiments/bench_thread_env.py): whether the threads' waiting is what they pay.
+stage cpu-thread-env 13 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
@@ -105,7 +106,7 @@ if [ "$cuda" = 1 ]; then
     # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
     # 12%; how far one process's launch path differs from another's (the first visit's
     # bench_interference.py found no slowdown from CPU work measured just before).
-    stage zoo-cuda-again 12 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
+    stage zoo-cuda-again 11 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
     stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
     cp "$work/cuda-tests.log" "$OUT/tests.log"

@@ -25,7 +25,7 @@ from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores
 
 __all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "require_device",
-           "device_name", "NO_CUDA", "cpu_caches", "hardware_fingerprint", "scheduler_job",
+           "device_name", "NO_CUDA", "cpu_caches", "cpu_physical_cores", "hardware_fingerprint", "scheduler_job",
            "thread_environment", "torch_build_info", "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
 
 #: Environment variables that set or steer the CPU's thread pools (OpenMP, Intel's and GNU's OpenMP
@@ -127,6 +127,21 @@ def cpu_caches(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> dict:
         name = f"L{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
         caches[name] = int(number) * units.get(unit, 1)
     return caches
+
+
+def cpu_physical_cores(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> Optional[int]:
+    """The physical cores the kernel lists (distinct package and core ids over its CPUs), or None where
+    sysfs does not say. Fewer than the logical cores: two hardware threads share a core (its caches and
+    execution units), so 16 threads on 8 cores are not 16 cores' worth, and a thread spinning on one
+    slows its sibling."""
+    cores = set()
+    for cpu in sys_cpu.glob("cpu[0-9]*"):
+        try:
+            cores.add(((cpu / "topology" / "physical_package_id").read_text().strip(),
+                       (cpu / "topology" / "core_id").read_text().strip()))
+        except OSError:
+            continue
+    return len(cores) or None
 
 
 def hardware_fingerprint() -> dict:
@@ -326,6 +341,7 @@ def environment(full: bool = False) -> dict:
         "cpu_model": cpu_model_name(),
         "cpu_logical_cores": os.cpu_count(),
         "cpu_usable_cores": usable_cores(),
+        "cpu_physical_cores": cpu_physical_cores(),
         "cgroup_cpu_quota_cores": None if math.isinf(quota_cores) else round(quota_cores, 3),
         **cpu_frequency(),
         "thread_env": thread_environment(),
