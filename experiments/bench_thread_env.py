@@ -14,7 +14,7 @@ the step's parallel regions, which a batch-1 step separates by serial ops:
 - ``active`` (``OMP_WAIT_POLICY=ACTIVE``): the threads spin between parallel regions, never sleep;
 - ``passive`` (``OMP_WAIT_POLICY=PASSIVE``): they sleep at once, and each region wakes them;
 - ``bound`` (``OMP_PROC_BIND=close OMP_PLACES=cores``): each thread held on one core;
-- ``half`` (``OMP_NUM_THREADS`` half the logical CPUs): as many threads as the cores where two hardware
+- ``half`` (``OMP_NUM_THREADS`` half the usable CPUs): as many threads as the cores where two hardware
   threads share each (the environment record's ``cpu_physical_cores``), so no thread waits on a sibling.
 
 (``MKL_NUM_THREADS`` is no variant: PyTorch sizes its OpenMP pool from MKL's thread count, so it sets
@@ -36,11 +36,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crossover.measurement.procfs import usable_cores
+
 ZOO = Path(__file__).resolve().parent / "zoo"
 #: Each variant's environment on top of the caller's.
 VARIANTS = {"default": {}, "active": {"OMP_WAIT_POLICY": "ACTIVE"}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
             "bound": {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"},
-            "half": {"OMP_NUM_THREADS": str(max((os.cpu_count() or 2) // 2, 1))}}
+            "half": {"OMP_NUM_THREADS": str(max(usable_cores() // 2, 1))}}
 
 _CHILD = """
 import importlib, json, sys, time

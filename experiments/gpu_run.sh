@@ -76,7 +76,8 @@ pack profiles.tgz profiles
 
 # The zoo: every model on each device, predicted from the profiles, then measured in one pool of shuffled
 # rounds per device (the devices' rounds in turn; measured model by model, the zoo's launch-bound GPU steps
-# moved up to 2.5x between visits where the calibration's reference steps moved 1.2x).
+# moved up to 2.5x between visits where the calibration's reference forward steps moved 1.2x queued, 1.5x
+# synchronised).
 stage zoo 41 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 

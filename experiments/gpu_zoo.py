@@ -88,23 +88,29 @@ def _calibration_references(profiles: Path, device: str) -> dict:
     return {(f"reference_{r['model']}", r["workload"], int(r["batch_size"])): r["measured_s"] for r in known}
 
 
-def write_round_files(out: Path, device: str, visits: list, shapes: dict, rounds: int, threads: int,
-                      calibrated: dict) -> list:
-    """Write ``measure-<model>-<workload>-<device>.json`` of every model from the visits so far (the
-    layout ``crossover measure --model --json`` writes; a reference model's with ``calibration_measured_s``)
-    and return their points as summary rows (``predicted_s`` filled in later)."""
-    from crossover.jsonable import to_jsonable
+def round_files(device: str, keys: list, visits: list, shapes: dict, rounds: int, threads: int,
+                calibrated: dict) -> tuple:
+    """Each model's ``measure-<model>-<workload>-<device>.json`` content from the visits so far (the
+    fields ``crossover measure --model --json`` writes for each point, and the file's ``rounds`` done of
+    ``rounds_planned``; a reference model's with ``calibration_measured_s``), in the order of ``keys``
+    (the pool's ``(model, workload, batch)`` as planned), and their points as summary rows (a reference
+    model's ``predicted_s`` is the calibration's measurement of it; a zoo model's is filled in later).
+    Returns ``(files, rows)``: ``files`` maps each file's name to its JSON-able content. Pure."""
     from crossover.measurement.module_rounds import summarise_rounds
 
     done = len({v["round"] for v in visits})
-    rows = []
-    by_model = {}
+    by_key = {}
     for v in visits:
-        by_model.setdefault(v["key"][:2], {}).setdefault(v["key"][2], []).append(v)
-    for (name, workload), by_batch in by_model.items():
+        by_key.setdefault(v["key"], []).append(v)
+    by_model = {}
+    for key in keys:
+        if key in by_key:
+            by_model.setdefault(key[:2], []).append(key[2])
+    files, rows = {}, []
+    for (name, workload), batches in by_model.items():
         points = []
-        for batch in sorted(by_batch):
-            mine = by_batch[batch]
+        for batch in batches:
+            mine = by_key[(name, workload, batch)]
             stats = summarise_rounds(mine)
             device_stats = summarise_rounds(mine, device_time=True) if device == "cuda" else {"latency_s": float("nan")}
             points.append(dict(device=device, batch_size=batch, workload=workload, **stats,
@@ -114,12 +120,24 @@ def write_round_files(out: Path, device: str, visits: list, shapes: dict, rounds
                 "input_shape": list(shapes[name]), "workload": workload, "device": device, "threads": threads,
                 "rounds": done, "rounds_planned": rounds, "statistic": "p10", "protocol": POOLED, "points": points}
         if reference:
-            data["calibration_measured_s"] = {str(b): calibrated.get((name, workload, b)) for b in sorted(by_batch)}
-        (out / f"measure-{name}-{workload}-{device}.json").write_text(json.dumps(to_jsonable(data), indent=2))
+            data["calibration_measured_s"] = {str(b): calibrated.get((name, workload, b)) for b in batches}
+        files[f"measure-{name}-{workload}-{device}.json"] = data
         rows += [dict(model=name, workload=workload, device=device, batch_size=p["batch_size"],
                       measured_s=p["latency_s"], predicted_s=calibrated.get((name, workload, p["batch_size"])))
                  for p in points]
-    return rows
+    return files, rows
+
+
+def write_json_atomically(path: Path, data) -> None:
+    """``data`` as JSON at ``path``, written beside it and renamed over it: a run stopped mid-write
+    leaves the file as it was (each file says how many rounds it holds)."""
+    import os
+
+    from crossover.jsonable import to_jsonable
+
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(to_jsonable(data), indent=2))
+    os.replace(partial, path)
 
 
 #: How the zoo is measured: every model, workload and batch size of one device in the same shuffled rounds
@@ -138,9 +156,9 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
     Measured model by model, one model's rounds lasted a few seconds, and a launch-bound GPU step landed
     in whatever state the host was in for them: the zoo's steps moved up to 2.5x between visits to one
     machine kind (the MNIST MLP's forward pass 70-155 µs on three H100 visits), where the calibration's
-    reference steps, measured among its primitives over a minute, moved at most 1.2x
-    (``crossover.analysis.visit_spread``). In one pool every model sees the same states as every other,
-    and as the calibration does."""
+    reference forward steps, measured among its primitives over a minute, moved at most 1.2x queued and
+    1.5x synchronised (``crossover.analysis.visit_spread``; the reference MLP's synchronised forward
+    step 1.1x). In one pool every model sees the same states as every other, and as the calibration does."""
     import torch
 
     import crossover
@@ -167,17 +185,21 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
     kept = len(rows)
     t0 = time.perf_counter()
     for r in range(rounds):  # the devices' rounds in turn: a stage stopped at its limit keeps both
-        for device in devices:
-            done = measure_rounds(steps[device], rounds=1, seed=r, device=device)
+        for i, device in enumerate(devices):  # each round and device its own shuffle
+            done = measure_rounds(steps[device], rounds=1, seed=r * len(devices) + i, device=device)
             visits[device] += [dict(v, round=r) for v in done]
-        measured = []
+        measured, files = [], {}
         for device in devices:
-            for row in write_round_files(out, device, visits[device], shapes, rounds, torch.get_num_threads(),
-                                         calibrated[device]):
+            device_files, device_rows = round_files(device, [k for k, _ in steps[device]], visits[device], shapes,
+                                                    rounds, torch.get_num_threads(), calibrated[device])
+            files.update(device_files)
+            for row in device_rows:
                 if not row["model"].startswith("reference_"):
                     row["predicted_s"] = predicted.get((row["model"], row["workload"], device, row["batch_size"]))
                 measured.append(row)
         rows[kept:] = measured
+        for name, data in files.items():
+            write_json_atomically(out / name, data)
         print(f"round {r + 1}/{rounds} on {', '.join(devices)} ({time.perf_counter() - t0:.1f} s)", flush=True)
     return rows
 
@@ -248,7 +270,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for the JSON files and summary.md")
     parser.add_argument("--devices", default="cpu,cuda", help="comma-separated (default cpu,cuda)")
     parser.add_argument("--profiles", type=Path, default=None, help="folder holding cpu/ and cuda/ profiles")
-    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per model (default 8)")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="shuffled rounds of each device's whole pool of steps (default 8)")
     parser.add_argument("--profile-steps", action="store_true",
                         help="torch.profiler on a few steps instead, on the first of --devices")
     parser.add_argument("--models", default=None,

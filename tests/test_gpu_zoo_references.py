@@ -53,6 +53,12 @@ def test_the_zoo_and_the_reference_models_share_the_rounds(tmp_path):
     assert all(p["rounds"] == 2 and p["n_repeats"] >= 4 for p in measured["points"])
     assert (out / "predict-mnist_mlp-forward.json").is_file()
     assert "reference_mlp | forward | cpu" in gpu_zoo.summary(rows)
+    assert [r["model"] for r in rows[:8]] == ["reference_mlp"] * 4 + ["reference_cnn"] * 4  # as planned, not shuffled
+    assert not list(out.glob("*.partial"))
+    from crossover.analysis.zoo_runs import read_measurements
+
+    zoo = read_measurements(out)  # the zoo sets' reader: the zoo's models, not the reference ones
+    assert set(zoo["model"]) == {"mnist_mlp"} and len(zoo) == 2 * len(gpu_zoo.BATCH_SIZES)
 
 
 def test_a_run_stopped_part_way_keeps_its_whole_rounds(tmp_path, monkeypatch):

@@ -43,12 +43,17 @@ def test_without_the_chain_or_on_a_gpu_nothing_changes():
 def test_a_memory_bound_op_costs_at_least_its_bytes_at_the_streams_rate():
     profile = _with_chain()
     stream = 1.5 * 32 * MIB / 1e9  # the chain's time at 32 MiB
-    assert in_stream(profile, 20e-3, 32 * MIB) == pytest.approx(stream)
+    alone = 32 * MIB / 1e9  # the lone ReLU's time at 32 MiB
+    assert in_stream(profile, alone, 32 * MIB) == pytest.approx(stream)  # as slow as the ReLU alone: the stream's
+    assert in_stream(profile, 40e-3, 32 * MIB) == pytest.approx(stream)  # slower alone, quicker than the stream
     assert in_stream(profile, 0.1, 32 * MIB) == 0.1  # a kernel slower than the stream: as it is
     assert in_stream(synthetic_profile(bandwidth=1e9), 1e-3, 32 * MIB) == 1e-3  # no chain
     # where the stream is no slower than the lone op, an op cheaper than a ReLU of its bytes keeps its time
     assert in_stream(profile, 1e-6, 128 * MIB) == 1e-6 and in_stream(profile, 1e-6, 0.25 * MIB) == 1e-6
-    assert in_stream(profile, 1e-6, 16 * MIB) > 1e-6  # there the stream is slower: the roofline
+    # where it is slower, such an op pays the stream's extra over the lone ReLU on its own time
+    assert in_stream(profile, 1e-3, 32 * MIB) == pytest.approx(1e-3 + 0.5 * 32 * MIB / 1e9)
+    edge = [in_stream(profile, 1e-6, b * MIB) for b in (0.5, 0.5001)]  # the factor fades in: no jump
+    assert edge[1] == pytest.approx(edge[0], rel=1e-3)
     relu = dict(op="aten.relu.default", kind="elementwise", input_shapes=[(2**22,)], output_shapes=[(2**22,)],
                 bytes_read=16 * MIB, bytes_written=16 * MIB, launches=1)
     assert op_cost(profile, relu).host_s == pytest.approx(stream)

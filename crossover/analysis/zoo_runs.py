@@ -29,7 +29,7 @@ import pandas as pd
 from ..errors import AnalysisError
 from ..shipped_data import shipped_results_dir
 
-__all__ = ["ZooSet", "ZOO_CHECKS_FILE", "zoo_models_dir", "read_zoo_sets", "read_measurements",
+__all__ = ["ZooSet", "ZOO_CHECKS_FILE", "REFERENCE_PREFIX", "zoo_models_dir", "read_zoo_sets", "read_measurements",
            "predict_measurements", "zoo_set_predictions"]
 
 #: The list of shipped zoo sets, beside the shipped results.
@@ -69,14 +69,21 @@ def read_zoo_sets(path: Optional[Path] = None) -> list:
             for z in data.get("zoo", [])]
 
 
+#: How a measurement file names a calibration reference model (``reference:mlp``), not a zoo module.
+REFERENCE_PREFIX = "reference:"
+
+
 def read_measurements(folder: Path) -> pd.DataFrame:
     """One row per measured point of the ``measure-*.json`` files in ``folder``: ``model`` (the module
     file's stem), ``workload``, ``device``, ``batch_size``, ``measured_s`` (``latency_s``: the 10th
     percentile of the pooled repeats), ``input_shape`` and ``threads`` (the CPU threads it ran with; None
-    where the file does not say)."""
+    where the file does not say). The calibration's reference models measured again beside the zoo
+    (``model`` ``reference:<name>``: no zoo module predicts them) are left out."""
     rows = []
     for path in sorted(Path(folder).glob("measure-*.json")):
         data = json.loads(path.read_text())
+        if str(data["model"]).startswith(REFERENCE_PREFIX):
+            continue
         name = Path(str(data["model"]).split(":")[0]).stem
         for point in data["points"]:
             rows.append(dict(model=name, workload=data["workload"], device=data["device"],

@@ -19,7 +19,8 @@ the fresh output of the one before, at the plan's sizes from :data:`CHAIN_MIN_BY
 1), and :func:`in_stream` costs a memory-bound op (one of
 :data:`crossover.opcost.op_costs.MEMORY_FAMILIES`, whose time beyond the floor is memory traffic) at
 least the lone ReLU's time at its bytes times that factor: a roofline whose bandwidth is the
-stream's. A profile without the primitive (every calibration before it, and every GPU's) costs as before.
+stream's (an op quicker alone than the ReLU at its bytes: its own time plus the stream's extra). A
+profile without the primitive (every calibration before it, and every GPU's) costs as before.
 """
 
 from __future__ import annotations
@@ -63,9 +64,13 @@ def stream_seconds(profile: Profile, bytes_moved: float) -> float:
 def in_stream(profile: Profile, seconds: float, bytes_moved: float) -> float:
     """``seconds`` of one memory-bound op as a step runs it: at least :func:`stream_seconds`. A roofline
     with the stream's bandwidth: an op whose own kernel is slower than streaming its bytes (2×2
-    max-pooling with indices, ~3 GB/s on the VM) is not slowed further. Where the stream is no slower than
-    the lone op (:func:`stream_factor` is 1: small bytes, a profile without the chain) the op keeps its own
-    time: its calibration, not the lone ReLU's, says what it costs."""
-    if stream_factor(profile, bytes_moved) <= 1.0:
+    max-pooling with indices, ~3 GB/s on the VM) is not slowed further. An op quicker than the lone ReLU
+    at its bytes (its calibration, not the ReLU's, says what it costs alone) pays the stream's extra over
+    the lone ReLU, ``alone · (factor - 1)``, on its own time; where the stream is no slower
+    (:func:`stream_factor` is 1: small bytes, a profile without the chain) the op keeps its own time."""
+    factor = stream_factor(profile, bytes_moved)
+    if factor <= 1.0:
         return seconds
-    return max(seconds, stream_seconds(profile, bytes_moved))
+    alone = profile.curves["elementwise"](bytes_moved)
+    # an op quicker than the lone ReLU at its bytes pays the stream's extra (continuous as the factor fades)
+    return max(seconds, min(seconds, alone) + alone * (factor - 1.0))
