@@ -282,5 +282,9 @@ def test_the_recurrent_primitive_runs_where_it_is_built():
     point = next(p for p in points(PLANS["quick"], "cuda") if p.family == "rnn")
     b, t, h = point.shape
     assert point.x == gru_flops(b, t, h, h) == 2.0 * b * t * 2 * h * 3 * h
-    out, state = make_step(Point("rnn", "gru", shape=(2, 5, 8)), "cpu")()  # a GPU's step, built on the CPU
+    step = make_step(Point("rnn", "gru", shape=(2, 5, 8)), "cpu")  # a GPU's step, built on the CPU
+    out, state = step()
     assert out.shape == (2, 5, 8) and state.shape == (1, 2, 8)
+    # timed in eval mode, as a forward prediction's model runs (cuDNN's inference forward, not its training one)
+    gru = next(c.cell_contents for c in step.__closure__ if isinstance(c.cell_contents, torch.nn.GRU))
+    assert not gru.training

@@ -458,7 +458,10 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return synced
     if point.family == "rnn":  # cuDNN's fused call on a GPU, the C++ loop on a CPU; forward, no autograd
         batch, steps, hidden = point.shape
-        rnn = torch.nn.GRU(hidden, hidden, batch_first=True).to(device)
+        # in eval mode, as a forward prediction's model runs (make_module_step): in train mode cuDNN runs its
+        # training forward (a reserve of activations for the backward pass), not the inference one; on a
+        # CPU the mode only switches dropout between layers, none here
+        rnn = torch.nn.GRU(hidden, hidden, batch_first=True).to(device).eval()
         x = torch.randn(batch, steps, hidden, device=device)
 
         def recurrent():
