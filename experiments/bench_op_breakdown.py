@@ -74,20 +74,23 @@ def step_p10_s(step, blocks: int = 30, per_block: int = 20) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help="a model of experiments/zoo (e.g. lenet5, mnist_mlp)")
+    parser.add_argument("model", help="a model of --zoo (e.g. lenet5, mnist_mlp)")
+    parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of model modules (default: experiments/zoo)")
     parser.add_argument("--workload", choices=("forward", "train"), default="forward")
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="calibration profile directory (default: this machine's shipped one)")
     parser.add_argument("--steps", type=int, default=200, help="steps under the profiler (default 200)")
     parser.add_argument("--top", type=int, default=20, help="ops listed (default 20)")
     args = parser.parse_args(argv)
-    path = ZOO / f"{args.model}.py"
+    path = args.zoo / f"{args.model}.py"
     if not path.exists():
         parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
     import torch
 
     warnings.simplefilter("ignore")
     profile = load_profile(args.profile or shipped_profiles_dir() / machine_label())
+    if profile.threads:  # measured at the threads the profile was calibrated at
+        torch.set_num_threads(profile.threads)
     factory = load_factory(f"{path}:model")
     shape = tuple(factory.__globals__["INPUT_SHAPE"])
     dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))  # the embedding bag's ids: long
@@ -102,7 +105,8 @@ def main(argv=None) -> int:
         step()
     measured = profiled_by_op(step, args.steps)
     whole = step_p10_s(step)
-    print(f"{args.model} {args.workload} batch {args.batch_size}; profile {profile.path} ({profile.meta.get('plan', '?')} plan)")
+    print(f"{args.model} {args.workload} batch {args.batch_size}, {torch.get_num_threads()} threads; profile "
+          f"{profile.path} ({profile.meta.get('plan', '?')} plan)")
     print(f"step without the profiler: {whole * 1e6:.1f} µs (10th percentile of 30 blocks of 20 steps)")
     print(f"{'aten op':36s} {'traced':>6s} {'predicted µs':>13s} {'self µs':>9s}")
     names = sorted(set(predicted) | set(measured), key=lambda k: -max(predicted.get(k, 0.0), measured.get(k, 0.0)))

@@ -2,6 +2,7 @@
 
     python experiments/bench_zoo.py [--plan full|quick] [--out DIR] [--batch-sizes 1,8,64,512] [--csv PATH]
     python experiments/bench_zoo.py --profile DIR [--rounds 30] ...
+    python experiments/bench_zoo.py --plan quick --zoo MY_MODELS/   # your own models, as the zoo
 
 For every model of ``experiments/zoo`` (the MNIST MLP forward and training step, LeNet-5, a Transformer
 encoder layer, the toy model) at each batch size, the step latency is predicted from a calibration
@@ -40,10 +41,18 @@ from crossover.units import format_seconds
 from crossover.measurement.user_module import input_dtype, load_factory
 
 ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def zoo_models(folder: Path) -> tuple:
+    """The model modules of ``folder``: each ``*.py`` that defines ``INPUT_SHAPE`` (read as text, nothing
+    imported), by name."""
+    return tuple(sorted(p.stem for p in Path(folder).glob("*.py") if "INPUT_SHAPE" in p.read_text()))
+
+
 #: The zoo's models: every module of ``experiments/zoo`` (its ``INPUT_SHAPE``, ``INPUT_DTYPE`` and
-#: ``WORKLOADS``, default the forward pass). The reference models' kin first, then the kinds added for
-#: the transfer checks (GRU, 1-D CNN, depthwise-separable CNN, embedding bag).
-MODELS = tuple(sorted(p.stem for p in ZOO.glob("*.py")))
+#: ``WORKLOADS``, default the forward pass): the reference models' kin, and the kinds added for the
+#: transfer checks (GRU, 1-D CNN, depthwise-separable CNN, embedding bag).
+MODELS = zoo_models(ZOO)
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 
 
@@ -61,7 +70,10 @@ def main(argv=None) -> int:
                         help=f"interleaved rounds of 8 ms visits (default: the plan's; with --profile "
                              f"{DEFAULT_ROUNDS})")
     parser.add_argument("--batch-sizes", default="1,8,64,512", help="comma-separated (default 1,8,64,512)")
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo models (default: all)")
+    parser.add_argument("--zoo", type=Path, default=ZOO,
+                        help="folder of model modules (a `model` factory and INPUT_SHAPE each; default: "
+                             "experiments/zoo): your own models, predicted and measured as the zoo is")
+    parser.add_argument("--models", default=None, help="comma-separated models of --zoo (default: all)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: torch's default)")
     parser.add_argument("--rescore", type=Path, default=None,
                         help="with --profile: measure nothing, predict again the measurements of an earlier run's "
@@ -76,7 +88,13 @@ def main(argv=None) -> int:
         if profile.device != "cpu":
             parser.error(f"{profile.path} is a {profile.device} profile; this benchmark measures on the CPU")
     batch_sizes = tuple(int(b) for b in args.batch_sizes.split(","))
-    wanted = args.models.split(",")
+    available = zoo_models(args.zoo)
+    if not available:
+        parser.error(f"{args.zoo}: no model modules (*.py with INPUT_SHAPE and a `model` factory)")
+    wanted = args.models.split(",") if args.models else list(available)
+    unknown = [m for m in wanted if m not in available]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r} in {args.zoo}; expected one of {', '.join(available)}")
 
     import pandas as pd
     import torch
@@ -85,10 +103,10 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
 
     models = []  # (name, workload, model, sample shape, input dtype)
-    for name in MODELS:
+    for name in available:
         if name not in wanted:
             continue
-        factory = load_factory(f"{ZOO / name}.py:model")
+        factory = load_factory(f"{args.zoo / name}.py:model")
         shape = tuple(factory.__globals__["INPUT_SHAPE"])
         dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))
         for workload in factory.__globals__.get("WORKLOADS", ("forward",)):

@@ -121,6 +121,8 @@ def test_a_layer_primitives_module_call_is_not_counted_twice():
     assert cpu.curves["pool1d"](1e4) == pytest.approx(20 * us + 1e-8)  # F.max_pool1d: no module
     gpu = build_profile(rows + [_row("sync", 5 * us)], device="cuda", machine="m")
     assert gpu.curves["gather"](1e4) == pytest.approx(20 * us + 1e-8)
+    # past its largest weights a CPU's product streams them at the edge cell's rate; a GPU's runs at its best
+    assert cpu.grids["matmul"].weights_stream and not gpu.grids["matmul"].weights_stream
 
 
 def test_drifted_rounds_are_left_out():

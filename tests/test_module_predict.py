@@ -1,5 +1,6 @@
 """crossover.opcost.module_predict and crossover.opcost.op_costs: predictions compose as they should on synthetic profiles."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -83,6 +84,19 @@ def test_matmul_grid_recovers_a_power_law_and_scales_past_it():
     edge = law(1024, 2**20)
     assert grid(2048, 2**20) == pytest.approx(2 * edge, rel=1e-9)
     assert grid(1, 16) == pytest.approx(law(1, 256))  # below: the floor
+
+
+def test_a_cpu_grid_streams_weights_past_its_largest_at_the_edge_cells_rate():
+    # one row: memory-bound, 1 µs per 2^20 weights; 1024 rows: compute-bound at the best rate, 1e11 FLOP/s
+    grid = Grid((1.0, 1024.0), (2.0**10, 2.0**20), ((1e-6 / 1024, 1e-6), (2 * 1024 * 2**10 / 1e11, 2 * 1024 * 2**20 / 1e11)),
+                rate=1e11)
+    streams = dataclasses.replace(grid, weights_stream=True)
+    assert streams(1, 2**22) == pytest.approx(4e-6)  # four times the weights, four times the edge cell's time
+    assert grid(1, 2**22) == pytest.approx(1e-6 + 2 * (2**22 - 2**20) / 1e11)  # at the best rate: far less
+    assert streams(1024, 2**22) == pytest.approx(grid(1024, 2**22))  # compute-bound: its own rate is the best
+    assert streams(4096, 2**20) == pytest.approx(grid(4096, 2**20))  # more rows: the best rate, as before
+    assert streams(2, 2**15) == grid(2, 2**15)  # inside: as before
+    assert Grid.from_json(streams.to_json()) == streams and Grid.from_json(grid.to_json()) == grid
 
 
 def test_curve_fit_is_monotone_and_interpolates_log_log():

@@ -51,6 +51,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from .activations import ACTIVATION_FAMILY, curve_name
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
@@ -360,11 +361,9 @@ def _shape(row) -> tuple:
 
 def _beyond_the_op(family: str, overheads: Mapping) -> float:
     """Seconds a layer primitive's step pays that a model's trace costs apart: the module call of
-    ``conv(x)`` and ``bag(ids)`` (:func:`crossover.opcost.layer_primitives.layer_step`; a model pays
-    ``module_call_s`` for each of its modules), and for the bag the ``arange`` that
-    ``F.embedding_bag`` makes of a 2-D input's offsets (a row of the trace of its own). Counted twice,
-    they made the embedding bag's batch-1 step on this VM 1.5 µs (7%) too slow. A CPU's only: a GPU
-    primitive's host work overlaps its kernels."""
+    ``conv(x)`` and ``bag(ids)`` (:func:`crossover.opcost.layer_primitives.layer_step`), and the bag's
+    ``arange`` of a 2-D input's offsets (a trace row of its own). Counted twice, they made the embedding
+    bag's batch-1 step on the VM 1.5 µs (7%) too slow. A CPU's only: a GPU's host work overlaps its kernels."""
     if family == "gather":
         return overheads.get("module_call_s", 0.0) + overheads.get("dispatch_s", 0.0)
     if family == "conv_depthwise":
@@ -421,8 +420,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     overheads = _overheads(overhead)
     by_point = _without_page_faults(by_point, overheads["fresh_byte_s"])
     families = {}
-    for seconds, spread, row in by_point.values():
-        families.setdefault(row["family"], []).append((seconds, spread, row))
+    for seconds, spread, row in by_point.values():  # an activation's curve is its op's own
+        key = curve_name(row["name"]) if row["family"] == ACTIVATION_FAMILY else row["family"]
+        families.setdefault(key, []).append((seconds, spread, row))
     rnn_cells = [(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", []) if math.isfinite(s)]
     if device == "cpu":  # the recurrent step's terms, its module call left to the model's own count
         overheads.update(fit_cpu_recurrent(rnn_cells))
@@ -464,18 +464,18 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell
         flop_rates.append(_reference_flop_rate(rows, drifted))
     # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) a
-    # product's extra FLOPs run at the best rate the calibration reached, not at the edge cell's own
-    # (lower) rate: larger products only fill the device better (crossover/opcost/profiles.py: Grid).
-    # On a GPU that includes the drift reference's rate: on the H100 48.2 TFLOP/s against the grid's
-    # best 34.2 (crossover peaks: 51.9), which had the encoder layer's feed-forward products at batch
-    # 512 costed 1.01 ms each instead of ~0.71.
-    # On a GPU a convolution grid's edge cells are often launch-bound (queued tiny kernels run at the rate
-    # the host issues them), so the edge cell's own rate says nothing of a larger convolution's: on the
-    # H100 a 1-D convolution at batch 512, past the grid's largest output, was costed at a 19.5 µs cell's
-    # 2.2 TFLOP/s against the grid's best 62 (TF32), 157 µs for a step measured at 254 µs in all. There
-    # its extra FLOPs run at the grid's best rate; on a CPU an edge cell's time is its own work, out of
-    # cache, and its rate stands.
-    grids = {name: (replace(grid, rate=max(flop_rates)) if name.startswith("matmul") and name != "matmul_narrow"
+    # product's extra FLOPs run at the best rate the calibration reached, not the edge cell's own: larger
+    # products only fill the device better (profiles.Grid). On a GPU that includes the drift reference's
+    # rate (H100: 48.2 TFLOP/s against the grid's best 34.2; the encoder layer's feed-forward products at
+    # batch 512 were costed 1.01 ms each instead of ~0.71). On a CPU past the largest weights each extra
+    # weight is read at the edge cell's own rate (Grid.weights_stream: a one-row product is memory-bound).
+    # A GPU convolution grid's edge cells are often launch-bound, so their rate says nothing of a larger
+    # convolution's (H100: a 1-D convolution at batch 512 costed at a 19.5 µs cell's 2.2 TFLOP/s against
+    # the best 62, 157 µs for a step measured at 254): its extra FLOPs run at the grid's best rate; on a
+    # CPU an edge cell's time is its own work, out of cache, and its rate stands.
+    streams = ("matmul", "matmul_cold") if device == "cpu" else ()
+    grids = {name: (replace(grid, rate=max(flop_rates), weights_stream=name in streams)
+                    if name.startswith("matmul") and name != "matmul_narrow"
                     else replace(grid, rate=grid.best_rate) if device == "cuda" else grid)
              for name, grid in grids.items()}
     bandwidths = [float(r["x"]) / s for s, _, r in families.get("elementwise", []) + families.get("copy", [])]

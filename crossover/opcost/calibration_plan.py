@@ -24,6 +24,7 @@ from typing import Callable
 from ..measurement.environment import cpu_caches
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
+from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
 from .conv_primitives import CONV_BACKENDS, conv_input_shape, conv_output_shape, conv_points, conv_step
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
@@ -78,6 +79,8 @@ class Plan:
     #: ``K·N`` reads a 512-row head of 10 outputs at half its time: its rows stream the wide input)
     narrow_m: tuple = (1, 8, 64, 512)
     narrow_k: tuple = (16, 64, 256, 1024)
+    #: Activation functions timed each on its own (CPU only; :mod:`crossover.opcost.activations`)
+    activation_ops: tuple = ACTIVATION_OPS
     #: Rows of bias-free products ``x @ w.t()`` (CUDA only; 64² and 128² weights): the host's time per call
     host_mm_m: tuple = (1, 2, 8, 32, 128, 512)
     #: Image sides the convolutions are calibrated at (a grid each; predictions interpolate between).
@@ -121,6 +124,7 @@ PLANS = {
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
                   native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1, narrow_k=(),
+                  activation_ops=(),
                   reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),)),
 }
 REFERENCE = "reference"
@@ -254,6 +258,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for name in plan.elementwise_ops:
         family = {"clone": "copy", "bernoulli": "rng"}.get(name, "elementwise")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
+    out += [Point(ACTIVATION_FAMILY, op, n=n, x=activation_bytes(op, n), shape=(n,))
+            for op in plan.activation_ops for n in ACTIVATION_ELEMENTS if device == "cpu"]
     if device == "cpu":  # ReLUs in a row past the private caches: a memory-bound op in a step's stream
         out += [Point(CHAIN_FAMILY, "relu_chain", n=n, x=_bytes("relu", n), shape=(n,)) for n in plan.sizes
                 if _bytes("relu", n) >= CHAIN_MIN_BYTES]
@@ -439,6 +445,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward", "conv1d"):
         return conv_step(point.family, point.name, point.shape, device)
+    if point.family == ACTIVATION_FAMILY:
+        return activation_step(point.name, point.n, device)
     if point.family == "attention":
         q, k, v = (torch.randn(point.shape, device=device) for _ in range(3))
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)

@@ -44,6 +44,7 @@ from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
+from .activations import activation_curve
 from .streaming import in_stream
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
@@ -401,6 +402,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     curve_name = "elementwise" if family == "optimizer" else family
     fallback = {"rng": "elementwise", "pool": "reduction", "pool_backward": "elementwise"}.get(family)
     curve = profile.curves.get(curve_name) or (profile.curves.get(fallback) if fallback else None)
+    if family == "elementwise":  # an activation timed on its own (tanh, GELU, ...), not as a ReLU of its bytes
+        curve = activation_curve(profile, row) or curve
     if curve is None:
         return None
     moved = float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)
