@@ -71,7 +71,7 @@ if [ "$cuda" = 1 ]; then
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 94 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 97 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: every model on each device, predicted from the profiles, then measured in one pool of shuffled
@@ -84,7 +84,7 @@ pack zoo.tgz zoo
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
 stage calibrate-cpu-1t 125 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 42 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
+stage zoo-cpu-1t 39 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 

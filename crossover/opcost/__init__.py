@@ -9,6 +9,7 @@ calibrate         running a calibration into a profile directory
 profiles          a device's calibration profile: loading, finding, synthetic ones
 op_costs          one traced op's cost on a profile (pure)
 streaming         a CPU step's memory-bound ops at the rate its stream of fresh buffers moves them (pure)
+activations       a CPU's activation functions (tanh, GELU, ...) costed by primitives of their own
 module_predict    a module's step latency per device, and where devices cross
 ================  ====================================================================
 """

@@ -27,8 +27,9 @@ ACTIVATION_FAMILY = "activation"
 ACTIVATION_OPS = ("tanh", "sigmoid", "gelu", "silu", "elu", "softplus", "mish", "gelu_backward", "silu_backward",
                   "mish_backward")
 #: Elements of each primitive: per element the cost is flat past a few thousand, and a larger op moves
-#: its bytes at the stream's rate at least (:mod:`crossover.opcost.streaming`).
-ACTIVATION_ELEMENTS = (2**8, 2**12, 2**16, 2**20)
+#: its bytes at the stream's rate at least (:mod:`crossover.opcost.streaming`). Thirty primitives add
+#: ~2.6 s to a quick calibration (a visit is ~11 ms whatever its size).
+ACTIVATION_ELEMENTS = (2**8, 2**14, 2**20)
 
 
 def curve_name(op: str) -> str:
