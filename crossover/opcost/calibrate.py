@@ -56,6 +56,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
+from .conv_primitives import STRIDED, fit_strided_column_s
 from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
@@ -424,8 +425,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         key = curve_name(row["name"]) if row["family"] == ACTIVATION_FAMILY else row["family"]
         families.setdefault(key, []).append((seconds, spread, row))
     rnn_cells = [(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", []) if math.isfinite(s)]
-    if device == "cpu":  # the recurrent step's terms, its module call left to the model's own count
-        overheads.update(fit_cpu_recurrent(rnn_cells))
+    if device == "cpu":  # the recurrent step's terms (its module call left to the model's own count), strides
+        overheads.update(fit_cpu_recurrent(rnn_cells), native_stride_column_s=fit_strided_column_s(families))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -451,7 +452,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow"):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

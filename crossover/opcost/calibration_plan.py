@@ -25,7 +25,7 @@ from ..measurement.environment import cpu_caches
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
-from .conv_primitives import CONV_BACKENDS, conv_input_shape, conv_output_shape, conv_points, conv_step
+from .conv_primitives import CONV_BACKENDS, STRIDED, conv_input_shape, conv_output_shape, conv_points, conv_step
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 
@@ -443,7 +443,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return layer_step(point.family, point.shape, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward", "conv1d"):
+    if point.family in ("conv", "conv_backward", "conv1d", STRIDED):
         return conv_step(point.family, point.name, point.shape, device)
     if point.family == ACTIVATION_FAMILY:
         return activation_step(point.name, point.n, device)

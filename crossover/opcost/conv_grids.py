@@ -12,7 +12,8 @@ from typing import Mapping, Optional
 
 from .profiles import Profile, log_between
 
-__all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids"]
+__all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
+           "conv_operands", "is_strided", "strided_unfold_elements"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -85,3 +86,34 @@ def conv_grid_seconds(profile: Profile, family: str, row: Mapping, dims: tuple, 
     side = float(tuple((row.get("output_shapes") or [()])[0])[-1]) if family == "conv1d" else conv_side(row)
     seconds = conv_grid_time(profile, f"{family}_native", dims, side) if native else None
     return seconds if seconds is not None else conv_grid_time(profile, family, dims, side)
+
+
+def conv_operands(row: Mapping):
+    """``(x, w, out)`` shapes of a 1-D or 2-D convolution row as 2-D ones (a 1-D convolution as the 2-D one
+    of height 1 ATen makes of it), or ``(None, None, None)``."""
+    backward = "backward" in str(row.get("op", ""))
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    x, w = (shapes[1:3] if backward else shapes[:2]) if len(shapes) >= 2 + backward else (None, None)
+    out = shapes[0] if backward else tuple((row.get("output_shapes") or [()])[0])
+    if x is not None and w is not None and len(x) == len(w) == len(out) == 3:  # conv1d: viewed as 2-D
+        x, w, out = ((s[0], s[1], 1, s[2]) for s in (x, w, out))
+    if x is None or w is None or len(x) != 4 or len(w) != 4 or len(out) != 4:
+        return None, None, None
+    return x, w, out
+
+
+def is_strided(x, w, out) -> bool:
+    """Whether the convolution's stride is above 1: its output is narrower than stride 1 gives whatever
+    the padding."""
+    return out[-1] < x[-1] - w[-1] + 1
+
+
+def strided_unfold_elements(row: Mapping) -> float:
+    """Elements a strided forward convolution's native path unfolds (batch × input channels of a group ×
+    kernel pixels × output pixels); 0 for a stride of 1 or a row that is no forward convolution."""
+    if "backward" in str(row.get("op", "")):
+        return 0.0
+    x, w, out = conv_operands(row)
+    if x is None or not is_strided(x, w, out):
+        return 0.0
+    return float(x[0] * w[1] * w[2] * w[3] * out[2] * out[3])

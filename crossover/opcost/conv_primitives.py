@@ -21,7 +21,8 @@ import itertools
 from typing import Callable
 
 __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH", "CONV1D_BATCHES", "conv_points",
-           "conv_step", "conv_output_shape", "conv_input_shape"]
+           "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
+           "fit_strided_column_s"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -34,6 +35,43 @@ CONV1D_LENGTH = 200
 CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
 
 
+#: The family of the strided native convolutions (CPU only): one image of ``STRIDED_SIDE`` at stride 2
+#: for each ``(C_in, C_out, k)`` of ``STRIDED_CHANNELS``, whose output (16 × 16) is a side the native grid
+#: has. PyTorch's native path unfolds a strided input element by element: on the 2-core VM at one thread
+#: a stride-2 convolution took 1.6-1.9 times the stride-1 one of the same output, ~0.64 ns more for each
+#: element of its unfolded input (three shapes, 3 to 16 input channels).
+STRIDED = "conv_strided"
+STRIDED_CHANNELS = ((3, 16, 3), (16, 32, 3), (32, 64, 3))
+STRIDED_SIDE = 32
+
+
+def fit_strided_column_s(families) -> float:
+    """Seconds per unfolded input element a strided native convolution pays beyond the stride-1 one of the
+    same output (pure): the median over ``(C_in, C_out, k)`` of ``(t_strided - t_native) / columns``, at
+    least 0; 0 without pairs.
+
+    Parameters
+    ----------
+    families : mapping of family to list of (seconds, spread, row)
+        A calibration's rows by family: the ``STRIDED`` primitives (one image of ``STRIDED_SIDE``) and the
+        stride-1 native ``conv`` ones of one image of half that side (the same output).
+    """
+    import math
+
+    import numpy as np
+
+    def key(row):  # (C_in, C_out, k) and the image: the shape "batch x C_in x C_out x k x side"
+        shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+        return shape[1:4], (shape[0], shape[4]) if len(shape) == 5 else None
+
+    strided = {key(r)[0]: s for s, _, r in families.get(STRIDED, []) if math.isfinite(s)}
+    native = {key(r)[0]: s for s, _, r in families.get("conv", []) if math.isfinite(s)
+              and r["name"] == CONV_BACKENDS[1] and key(r)[1] == (1, STRIDED_SIDE // 2)}
+    side = STRIDED_SIDE // 2
+    extra = [(strided[k] - native[k]) / (k[0] * k[2] ** 2 * side * side) for k in strided if k in native]
+    return max(float(np.median(extra)), 0.0) if extra else 0.0
+
+
 def conv_points(plan, device: str = "cpu") -> list:
     """``(family, name, m, x, shape)`` of every convolution primitive of ``plan`` on ``device``."""
     out = []
@@ -43,6 +81,10 @@ def conv_points(plan, device: str = "cpu") -> list:
             forward = 2.0 * batch * size * size * c_in * kernel * kernel * c_out
             for family, flops in (("conv", forward), ("conv_backward", 2 * forward)):  # input and weight gradients
                 out.append((family, name, batch * size * size, flops, (batch, c_in, c_out, kernel, size)))
+    if device == "cpu" and STRIDED_SIDE // 2 in plan.conv_sizes and 1 in plan.native_batches:  # paired with the grid
+        side = STRIDED_SIDE // 2
+        out += [(STRIDED, CONV_BACKENDS[1], side * side, 2.0 * side * side * c_in * k * k * c_out,
+                 (1, c_in, c_out, k, STRIDED_SIDE)) for c_in, c_out, k in STRIDED_CHANNELS]
     if not plan.conv1d:
         return out
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):
@@ -75,11 +117,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
     w = torch.randn((c_out, c_in, kernel) if one_d else (c_out, c_in, kernel, kernel), device=device)
     bias = torch.randn(c_out, device=device)
     pad = kernel // 2
-    if family in ("conv", "conv1d"):
+    if family in ("conv", "conv1d", STRIDED):
         conv = torch.conv1d if one_d else torch.conv2d
+        stride = 2 if family == STRIDED else 1
 
         def call():
-            return conv(x, w, bias, padding=pad)
+            return conv(x, w, bias, stride=stride, padding=pad)
     else:
         grad = torch.conv2d(x, w, bias, padding=pad)
         backward = torch.ops.aten.convolution_backward.default

@@ -40,11 +40,12 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .conv_grids import conv_grid_seconds, sized_grids, uses_1d_grids
+from .activations import activation_curve
+from .conv_grids import (conv_grid_seconds, conv_operands, is_strided, sized_grids, strided_unfold_elements,
+                         uses_1d_grids)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
-from .activations import activation_curve
 from .streaming import in_stream
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
@@ -220,15 +221,10 @@ def conv_backend(row: Mapping, threads: int = 0) -> str:
     groups are read off the shapes (a strided convolution's output is smaller than its padded input
     allows; groups = input channels / weight's input channels); a 1-D convolution is the 2-D one of
     height 1 ATen makes of it before choosing; other dtypes go to oneDNN."""
-    backward = "backward" in str(row.get("op", ""))
-    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
-    x, w = (shapes[1:3] if backward else shapes[:2]) if len(shapes) >= 2 + backward else (None, None)
-    out = shapes[0] if backward else tuple((row.get("output_shapes") or [()])[0])
-    if x is not None and w is not None and len(x) == len(w) == len(out) == 3:  # conv1d: viewed as 2-D
-        x, w, out = ((s[0], s[1], 1, s[2]) for s in (x, w, out))
-    if x is None or w is None or len(x) != 4 or len(w) != 4 or _element_size(row) != 4:
+    x, w, out = conv_operands(row)
+    if x is None or _element_size(row) != 4:
         return "mkldnn"
-    strided = len(out) == 4 and out[-1] < x[-1] - w[-1] + 1  # stride 1 gives at least this, whatever the padding
+    strided = is_strided(x, w, out)
     groups = x[1] // w[1] if w[1] else 1
     one_by_one_single = w[-1] == 1 and w[-2] == 1 and threads == 1 and x[0] < 16 and not strided
     small_single = groups == 1 and not (w[-1] > 3 and w[-2] > 3) and x[0] <= 1 and _prod(x) <= 20480
@@ -391,7 +387,10 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             return None
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
         native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
-        return conv_grid_seconds(profile, family, row, dims, native) * share
+        seconds = conv_grid_seconds(profile, family, row, dims, native) * share
+        if native and family == "conv":  # the grid is timed at stride 1; a strided input unfolds slower
+            seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
+        return seconds
     if family in ("conv", "conv_backward", "attention"):
         x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
              else float(row.get("flops") or 0))

@@ -1,0 +1,69 @@
+"""A strided convolution on PyTorch's native CPU path (one small image) pays for unfolding its strided input:
+the calibration times three and the cost adds per unfolded element to the stride-1 grid's."""
+
+import dataclasses
+
+import pytest
+from torch import nn
+
+from crossover.opcost.calibration_plan import PLANS, make_step, points
+from crossover.opcost.conv_grids import strided_unfold_elements
+from crossover.opcost.conv_primitives import STRIDED, STRIDED_CHANNELS, STRIDED_SIDE, fit_strided_column_s
+from crossover.opcost.module_predict import trace_step
+from crossover.opcost.op_costs import conv_backend, op_cost
+from crossover.opcost.profiles import Grid, synthetic_profile
+
+US = 1e-6
+
+
+def _conv_row(c_in, c_out, stride, side, batch=1):
+    table, _ = trace_step(nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1), (c_in, side, side), batch, "forward")
+    return next(r for r in table.to_dict("records") if "convolution" in r["op"])
+
+
+def test_the_quick_plan_times_strided_native_convolutions_on_a_cpu_only():
+    strided = [p for p in points(PLANS["quick"]) if p.family == STRIDED]
+    assert [p.shape[1:4] for p in strided] == list(STRIDED_CHANNELS)
+    assert all(p.shape[0] == 1 and p.shape[4] == STRIDED_SIDE and p.m == (STRIDED_SIDE // 2) ** 2 for p in strided)
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family == STRIDED]
+    out = make_step(strided[0], "cpu")()
+    assert tuple(out.shape) == (1, strided[0].shape[2], STRIDED_SIDE // 2, STRIDED_SIDE // 2)
+
+
+def _families(extra_s_per_element):
+    """Stride-1 native convolutions of one 16 × 16 image and the stride-2 ones of a 32 × 32 image, slower by
+    the given seconds per unfolded element."""
+    rows = {"conv": [], STRIDED: []}
+    for c_in, c_out, k in STRIDED_CHANNELS:
+        base = 1e-6 * c_in * c_out
+        rows["conv"].append((base, 0.0, dict(name="conv2d_native", shape=f"1x{c_in}x{c_out}x{k}x16")))
+        rows["conv"].append((9.0, 0.0, dict(name="conv2d", shape=f"1x{c_in}x{c_out}x{k}x16")))  # oneDNN's: not paired
+        rows[STRIDED].append((base + extra_s_per_element * c_in * k * k * 256, 0.0,
+                              dict(name="conv2d_native", shape=f"1x{c_in}x{c_out}x{k}x32")))
+    return rows
+
+
+def test_the_cost_per_unfolded_element_is_recovered():
+    assert fit_strided_column_s(_families(0.64e-9)) == pytest.approx(0.64e-9)
+    assert fit_strided_column_s(_families(-1e-9)) == 0.0  # never negative
+    assert fit_strided_column_s({"conv": []}) == 0.0  # a calibration from before the primitives
+
+
+def test_a_strided_rows_unfolded_elements():
+    assert strided_unfold_elements(_conv_row(16, 32, 2, 32)) == 16 * 9 * 16 * 16
+    assert strided_unfold_elements(_conv_row(16, 32, 1, 32)) == 0.0
+    assert strided_unfold_elements(_conv_row(16, 32, 2, 32, batch=4)) == 4 * 16 * 9 * 16 * 16
+
+
+def test_only_a_strided_native_convolution_pays_the_unfolding():
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((16.0, 4096.0), (16.0, 1e5), ((1 * US, 10 * US), (20 * US, 200 * US)))
+    plain = dataclasses.replace(base, grids={**base.grids, "conv@16": grid, "conv_native@16": grid})
+    with_extra = dataclasses.replace(plain, overheads={**plain.overheads, "native_stride_column_s": 1e-9})
+    strided, stride_1 = _conv_row(16, 32, 2, 32), _conv_row(16, 32, 1, 16)
+    assert conv_backend(strided, 1) == "native"
+    assert op_cost(with_extra, strided).host_s == pytest.approx(op_cost(plain, strided).host_s + 16 * 9 * 256 * 1e-9)
+    assert op_cost(with_extra, stride_1).host_s == op_cost(plain, stride_1).host_s
+    batch_8 = _conv_row(16, 32, 2, 32, batch=8)  # oneDNN's kernel: not the native unfolding
+    assert conv_backend(batch_8, 1) == "mkldnn"
+    assert op_cost(with_extra, batch_8).host_s == op_cost(plain, batch_8).host_s
