@@ -73,9 +73,10 @@ print(json.dumps(dict(threads=torch.get_num_threads(), points=out)))
 """
 
 
-def run_variant(variant: str, points: list, batches: list, steps: int) -> dict:
-    """One fresh process under ``VARIANTS[variant]``: its thread count and each point's 10th percentile."""
-    code = _CHILD.format(zoo=str(ZOO), points=points, batches=batches, steps=steps)
+def run_variant(variant: str, points: list, batches: list, steps: int, zoo: Path = ZOO) -> dict:
+    """One fresh process under ``VARIANTS[variant]``: its thread count and each point's 10th percentile
+    (the models of the folder ``zoo``)."""
+    code = _CHILD.format(zoo=str(zoo), points=points, batches=batches, steps=steps)
     env = dict(os.environ, **VARIANTS[variant])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -85,6 +86,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", default="lenet5:forward,mnist_mlp:train,conv1d_sequence:forward",
                         help="comma-separated zoo MODEL:WORKLOAD (default: the three slow at batch 1)")
+    parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of the models (default: experiments/zoo)")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--variants", default="default,active,passive",
                         help=f"comma-separated, of {', '.join(VARIANTS)} (default: default,active,passive)")
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
     if unknown or any(len(p) != 2 for p in points):
         parser.error(f"unknown variant {unknown[0]!r}" if unknown else "--points takes MODEL:WORKLOAD pairs")
     for variant in variants:
-        result = run_variant(variant, points, batches, args.steps)
+        result = run_variant(variant, points, batches, args.steps, args.zoo)
         cells = "  ".join(f"{p['model']}/{p['workload']} B{p['batch']}: {p['p10_s'] * 1e6:.0f}"
                           for p in result["points"])
         print(f"{variant:8s} ({result['threads']} threads, µs)  {cells}", flush=True)
