@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from calibration_rows import overhead_rows, row
 from crossover.opcost.activations import (ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes,
                                           curve_name)
 from crossover.opcost.calibrate import build_profile
@@ -33,18 +34,10 @@ def test_each_primitive_runs_its_op(op):
     assert out.shape == (64,) and torch.isfinite(out).all()
 
 
-def _row(name, seconds, *, family="overhead", n=0, m=0, k=0, x=0.0):
-    return dict(round=0, sequence=0, reference=False, key=f"{family}/{name}/{m}x{k}x{n}/False/{x}", family=family,
-                name=name, m=m, k=k, n=k if family == "matmul" else n, x=x, cold=False, shape="",
-                median_s=seconds, calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
-
-
 def test_the_calibration_fits_a_curve_per_activation():
-    rows = [_row("dispatch", 1 * US), _row("view", 0.5 * US), _row("module_call", 0.8 * US)]
-    rows += [_row(f"chain_{m}", 1 * US * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
-    rows += [_row("sgd", 1 * US * c, n=c) for c in (1, 16)] + [_row("addmm", 1 * US, family="matmul", m=1, k=8, x=128.0)]
-    rows += [_row("relu", 1 * US + n * 0.1e-9, family="elementwise", n=n, x=8.0 * n) for n in (2**10, 2**20)]
-    rows += [_row("tanh", 1 * US + n * 2e-9, family=ACTIVATION_FAMILY, n=n, x=8.0 * n) for n in (2**10, 2**20)]
+    rows = overhead_rows()
+    rows += [row("relu", 1 * US + n * 0.1e-9, family="elementwise", n=n, x=8.0 * n) for n in (2**10, 2**20)]
+    rows += [row("tanh", 1 * US + n * 2e-9, family=ACTIVATION_FAMILY, n=n, x=8.0 * n) for n in (2**10, 2**20)]
     profile = build_profile(rows, device="cpu", machine="m")
     assert profile.curves[curve_name("tanh")](8.0 * 2**20) == pytest.approx(1 * US + 2**20 * 2e-9)
     assert ACTIVATION_FAMILY not in profile.curves  # one curve an op, none for the family

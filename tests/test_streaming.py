@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 from torch import nn
 
+from calibration_rows import overhead_rows, row
 from crossover.opcost.calibrate import build_profile
 from crossover.opcost.calibration_plan import PLANS, fresh_buffers, make_step, points
 from crossover.opcost.module_predict import predict_module
@@ -84,18 +85,10 @@ def test_the_chain_primitive_is_timed_past_the_private_caches_on_a_cpu_only():
     assert out.shape == (1024,) and bool((out >= 0).all())
 
 
-def _row(name, seconds, *, n=0, family="overhead", m=0, k=0, x=0.0):
-    return dict(round=0, sequence=0, reference=False, key=f"{family}/{name}/{m}x{k}x{n}/False/{x}", family=family,
-                name=name, m=m, k=k, n=k if family == "matmul" else n, x=x, cold=False, shape="",
-                median_s=seconds, calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
-
-
 def test_the_chains_curve_is_seconds_per_relu():
-    rows = [_row("dispatch", 1 * US), _row("view", 0.5 * US), _row("module_call", 0.8 * US)]
-    rows += [_row(f"chain_{m}", 1 * US * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
-    rows += [_row("sgd", 1 * US * c, n=c) for c in (1, 16)] + [_row("addmm", 1 * US, family="matmul", m=1, k=8, x=128.0)]
-    rows += [_row("relu", 100 * US, family="elementwise", x=8 * MIB, n=2**20)]
-    rows += [_row("relu_chain", CHAIN_OPS * 150 * US, family=CHAIN_FAMILY, x=8 * MIB, n=2**20)]
+    rows = overhead_rows()
+    rows += [row("relu", 100 * US, family="elementwise", x=8 * MIB, n=2**20)]
+    rows += [row("relu_chain", CHAIN_OPS * 150 * US, family=CHAIN_FAMILY, x=8 * MIB, n=2**20)]
     profile = build_profile(rows, device="cpu", machine="m")
     assert profile.curves[CHAIN_FAMILY](8 * MIB) == pytest.approx(150 * US)
     assert stream_factor(profile, 8 * MIB) == pytest.approx(1.5)
@@ -107,15 +100,13 @@ def test_the_chains_page_faults_are_taken_out_past_the_mmap_threshold():
     from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES
 
     fault_s_per_byte = 0.25e-9
-    rows = [_row("dispatch", 1 * US), _row("view", 0.5 * US), _row("module_call", 0.8 * US)]
-    rows += [_row(f"chain_{m}", 1 * US * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
-    rows += [_row("sgd", 1 * US * c, n=c) for c in (1, 16)] + [_row("addmm", 1 * US, family="matmul", m=1, k=8, x=128.0)]
-    rows += [_row("fresh_fill", 1e-3 + fault_s_per_byte * FRESH_PROBE_BYTES), _row("reuse_fill", 1e-3)]
+    rows = overhead_rows()
+    rows += [row("fresh_fill", 1e-3 + fault_s_per_byte * FRESH_PROBE_BYTES), row("reuse_fill", 1e-3)]
     n = 2**23  # 32 MiB a ReLU's output
     relu_s = 64 * MIB / 1e9
     faults_s = CHAIN_OPS * 32 * MIB * fault_s_per_byte
-    rows += [_row("relu", relu_s + 32 * MIB * fault_s_per_byte, family="elementwise", x=8.0 * n, n=n)]
-    rows += [_row("relu_chain", CHAIN_OPS * 1.5 * relu_s + faults_s, family=CHAIN_FAMILY, x=8.0 * n, n=n)]
+    rows += [row("relu", relu_s + 32 * MIB * fault_s_per_byte, family="elementwise", x=8.0 * n, n=n)]
+    rows += [row("relu_chain", CHAIN_OPS * 1.5 * relu_s + faults_s, family=CHAIN_FAMILY, x=8.0 * n, n=n)]
     profile = build_profile(rows, device="cpu", machine="m")
     assert profile.overheads["fresh_byte_s"] == pytest.approx(fault_s_per_byte)
     assert profile.curves[CHAIN_FAMILY](8.0 * n) == pytest.approx(1.5 * relu_s, rel=1e-6)
