@@ -71,6 +71,22 @@ def test_a_models_tanh_costs_its_curve():
     shape, batch = (2**16,), 16  # 2^20 elements, a size the curves were given at
     plain = synthetic_profile(dispatch_s=1 * US, bandwidth=1e10)
     plain = dataclasses.replace(plain, curves={**plain.curves, "elementwise": _profile().curves["elementwise"]})
-    before = predict_module(nn.Tanh(), sample_shape=shape, batch_sizes=(batch,), profiles=[plain])["latency_s"].iloc[0]
+    with pytest.warns(UserWarning, match="tanh.default is costed as a ReLU"):  # no curve of its own there
+        before = predict_module(nn.Tanh(), sample_shape=shape, batch_sizes=(batch,), profiles=[plain])["latency_s"].iloc[0]
     after = predict_module(nn.Tanh(), sample_shape=shape, batch_sizes=(batch,), profiles=[_profile()])["latency_s"].iloc[0]
     assert after - before == pytest.approx(8 * 2**20 * 0.9e-9, rel=1e-6)
+
+
+def test_an_uncovered_costly_elementwise_op_is_named_in_a_warning():
+    profile = _profile()  # times tanh, not erf or GELU
+    n = 2**10
+    assert op_cost(profile, _elementwise("aten.erf.default", n)).warning.startswith("aten.erf.default is costed as a ReLU")
+    assert "before the activation primitives" not in op_cost(profile, _elementwise("aten.erf.default", n)).warning
+    assert op_cost(profile, _elementwise("aten.tanh.default", n)).warning == ""  # its own curve
+    assert op_cost(profile, _elementwise("aten.mul.Tensor", n)).warning == ""  # cheap: the curve's own kind
+    old = synthetic_profile(dispatch_s=1 * US, bandwidth=1e10)  # no activation primitives at all
+    assert "before the activation primitives" in op_cost(old, _elementwise("aten.tanh.default", n)).warning
+    gpu = dataclasses.replace(old, device="cuda")
+    assert op_cost(gpu, _elementwise("aten.tanh.default", n)).warning == ""  # a GPU's kernels: bandwidth-bound
+    loss = dict(_elementwise("aten.nll_loss_backward.default", n), kind="other")
+    assert op_cost(old, loss).warning == ""

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional
 
-__all__ = ["ACTIVATION_OPS", "ACTIVATION_ELEMENTS", "ACTIVATION_FAMILY", "curve_name", "activation_bytes",
-           "activation_step", "activation_curve"]
+__all__ = ["ACTIVATION_OPS", "ACTIVATION_ELEMENTS", "ACTIVATION_FAMILY", "CHEAP_ELEMENTWISE", "curve_name",
+           "activation_bytes", "activation_step", "activation_curve", "uncovered_warning"]
 
 #: The calibration family of the activation primitives; each op's curve is ``activation:<op>``.
 ACTIVATION_FAMILY = "activation"
@@ -30,6 +30,32 @@ ACTIVATION_OPS = ("tanh", "sigmoid", "gelu", "silu", "elu", "softplus", "mish", 
 #: its bytes at the stream's rate at least (:mod:`crossover.opcost.streaming`). Thirty primitives add
 #: ~2.6 s to a quick calibration (a visit is ~11 ms whatever its size).
 ACTIVATION_ELEMENTS = (2**8, 2**14, 2**20)
+
+
+#: Elementwise ops that compute next to nothing per element (arithmetic, comparisons, clamps, fills and
+#: the cheap backward kernels: tanh's and sigmoid's took 0.1 ns an element at one thread on the VM, a
+#: ReLU 0.06), which the elementwise curve of ``add`` and ``relu`` costs as well as it costs those.
+CHEAP_ELEMENTWISE = frozenset({
+    "add", "sub", "mul", "div", "neg", "abs", "sign", "square", "reciprocal", "fill", "zero", "ones_like",
+    "zeros_like", "zeros", "ones", "full", "full_like", "empty_like", "copy", "clone", "relu", "threshold",
+    "threshold_backward", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "where", "masked_fill",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "bitwise_and", "hardtanh",
+    "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "hardswish", "hardsigmoid", "tanh_backward",
+    "sigmoid_backward", "lerp", "addcmul", "addcdiv", "floor", "ceil", "round", "trunc", "bernoulli", "rand_like",
+    "randn_like", "native_dropout", "native_dropout_backward", "dropout"})
+
+
+def uncovered_warning(profile, row: Mapping) -> str:
+    """A warning for an elementwise op a CPU profile costs as a ReLU of its bytes though it may compute far
+    more per element (no curve of its own, not in :data:`CHEAP_ELEMENTWISE`), or ``""``."""
+    name = _base_op(row)
+    if (profile.device != "cpu" or row.get("kind") != "elementwise" or name in CHEAP_ELEMENTWISE
+            or activation_curve(profile, row) is not None):  # kind "other" costed on the curve: a loss's gradient
+        return ""
+    timed = "" if any(key.startswith(ACTIVATION_FAMILY + ":") for key in profile.curves) else \
+        " (a calibration from before the activation primitives: calibrate again to time the common ones)"
+    return (f"{row.get('op', name)} is costed as a ReLU moving its bytes{timed}; per element it may compute "
+            f"far more (tanh takes 30 times a ReLU's time at one thread), so the step may be under-predicted")
 
 
 def curve_name(op: str) -> str:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .activations import activation_curve
+from .activations import activation_curve, uncovered_warning
 from .conv_grids import (conv_grid_seconds, conv_operands, is_strided, sized_grids, strided_unfold_elements,
                          uses_1d_grids)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
@@ -465,6 +465,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         warning = (f"no calibration covers {row.get('op', name)} (kind {row.get('kind', 'other')}): predicted from "
                    f"the generic model max(dispatch, FLOPs / peak rate, bytes / peak bandwidth)")
         family = "generic"
+    elif family == "elementwise":
+        warning = uncovered_warning(profile, row)  # costed as a ReLU of its bytes though it may compute more
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
     if not on_gpu and family in MEMORY_FAMILIES:  # past the private caches a step streams from DRAM
         seconds = in_stream(profile, seconds, float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0))
