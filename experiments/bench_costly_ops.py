@@ -7,33 +7,22 @@ Part 1 times each activation (forward, and the backward kernels) over 2^12 and 2
 prints its nanoseconds per element beside a ReLU's: what ``crossover/opcost/activations.py`` calibrates
 each of them for. Part 2 times one image's 3×3 convolution on PyTorch's native path (oneDNN off) at
 stride 2 on a 32 × 32 input and at stride 1 on a 16 × 16 one (the same 16 × 16 output), and prints the
-difference per unfolded input element: what ``native_stride_column_s`` calibrates. Each time is the best
-of ``--repeats`` blocks of back-to-back calls. Run it on a quiet machine.
+difference per unfolded input element: what ``native_stride_column_s`` calibrates. Each time is the
+second-quickest of ``--repeats`` blocks of back-to-back calls (``block_timing.block_mean_us``). Run it on a
+quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
+
+from block_timing import block_mean_us
 
 FORWARD = ("relu", "tanh", "sigmoid", "gelu", "silu", "elu", "softplus", "mish", "exp", "erf")
 BACKWARD = ("threshold_backward", "tanh_backward", "sigmoid_backward", "gelu_backward", "silu_backward",
             "mish_backward")
 CONVS = ((3, 16), (8, 16), (16, 32), (32, 64))
-
-
-def best_s(call, repeats: int, calls: int) -> float:
-    """The best of ``repeats`` blocks of ``calls`` back-to-back calls, per call."""
-    for _ in range(3):
-        call()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
 
 
 def activation_ns_per_element(n: int, repeats: int) -> dict:
@@ -51,7 +40,7 @@ def activation_ns_per_element(n: int, repeats: int) -> dict:
         calls_of[op] = (lambda f: lambda: f(x))(getattr(aten, op))
     for op in ("gelu_backward", "silu_backward", "mish_backward"):
         calls_of[op] = (lambda f: lambda: f(grad, x))(getattr(aten, op))
-    return {op: best_s(call, repeats, calls) / n * 1e9 for op, call in calls_of.items()}
+    return {op: block_mean_us(call, calls, blocks=repeats, warmup=3) / n * 1e3 for op, call in calls_of.items()}
 
 
 def strided_native_us(c_in: int, c_out: int, repeats: int) -> tuple:
@@ -63,11 +52,11 @@ def strided_native_us(c_in: int, c_out: int, repeats: int) -> tuple:
     before = torch._C._get_mkldnn_enabled()
     torch._C._set_mkldnn_enabled(False)
     try:
-        strided = best_s(lambda: torch.conv2d(big, w, b, stride=2, padding=1), repeats, 200)
-        plain = best_s(lambda: torch.conv2d(small, w, b, stride=1, padding=1), repeats, 200)
+        strided = block_mean_us(lambda: torch.conv2d(big, w, b, stride=2, padding=1), 200, blocks=repeats, warmup=3)
+        plain = block_mean_us(lambda: torch.conv2d(small, w, b, stride=1, padding=1), 200, blocks=repeats, warmup=3)
     finally:
         torch._C._set_mkldnn_enabled(before)
-    return strided * 1e6, plain * 1e6
+    return strided, plain
 
 
 def main(argv=None) -> int:
@@ -78,7 +67,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    print(f"{torch.get_num_threads()} threads; ns per element (best of {args.repeats} blocks)")
+    print(f"{torch.get_num_threads()} threads; ns per element (second-quickest of {args.repeats} blocks)")
     for n in (2**12, 2**20):
         per = activation_ns_per_element(n, args.repeats)
         print(f"  {n:>8d} elements: " + "  ".join(f"{op} {ns:.2f}" for op, ns in per.items()), flush=True)

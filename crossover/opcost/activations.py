@@ -2,9 +2,9 @@
 
 A CPU calibration's elementwise curve is timed on ``add`` and ``relu``, which move bytes and compute next
 to nothing. An activation that evaluates a transcendental function per element computes far more: on
-the 2-core VM at one thread, per element over 2^20 elements, ReLU took 0.07 ns, sigmoid and SiLU 0.2,
-the exact GELU 0.23, ELU 0.8, softplus 1.0, tanh 2.0 and mish 3.0 (over 2^12 elements GELU 1.7 and ReLU
-0.4, a call's fixed cost spread); their backward kernels 0.1 (tanh, sigmoid) to 0.47 (GELU) and 3.3
+the 2-core VM at one thread, per element over 2^20 elements, ReLU took 0.09 ns, sigmoid and SiLU 0.2-0.3,
+the exact GELU 0.23, ELU 0.8, softplus 1.0, tanh 2.1 and mish 3.0 (over 2^12 elements GELU 1.5 and ReLU
+0.4, a call's fixed cost spread); their backward kernels 0.1 (tanh, sigmoid) to 0.42 (GELU) and 3.4
 (mish) (``experiments/bench_costly_ops.py``, its log in ``experiments/results/amd-epyc-2c/logs``). Costed
 as a ReLU of their bytes, a model of three residual blocks with tanh read 31% under at batch 512
 (its tanh 854 µs against 24 predicted), an MLP with GELU 29% under at batch 1.
@@ -56,7 +56,7 @@ def uncovered_warning(profile, row: Mapping) -> str:
     timed = "" if any(key.startswith(ACTIVATION_FAMILY + ":") for key in profile.curves) else \
         " (a calibration from before the activation primitives: calibrate again to time the common ones)"
     return (f"{row.get('op', name)} is costed as a ReLU moving its bytes{timed}; per element it may compute "
-            f"far more (tanh takes 30 times a ReLU's time at one thread), so the step may be under-predicted")
+            f"far more (tanh takes over 20 times a ReLU's time at one thread), so the step may be under-predicted")
 
 
 def curve_name(op: str) -> str:
@@ -76,12 +76,8 @@ def activation_step(op: str, n: int, device: str = "cpu") -> Callable[[], object
 
     x = torch.randn(n, device=device)
     grad = torch.randn(n, device=device)
-    aten = torch.ops.aten
-    if op.endswith("_backward"):
-        kernel = getattr(aten, op)
-        return lambda: kernel(grad, x)
-    kernel = getattr(aten, op)
-    return lambda: kernel(x)
+    kernel = getattr(torch.ops.aten, op)
+    return (lambda: kernel(grad, x)) if op.endswith("_backward") else (lambda: kernel(x))
 
 
 def _base_op(row: Mapping) -> str:
