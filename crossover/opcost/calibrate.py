@@ -24,13 +24,12 @@ repeated. Two generic reference models (:data:`REFERENCE_MODELS
 <crossover.opcost.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
 step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
 a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
-the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
-``experiments/bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the
-same one repeated alone: LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the
-backward pass's matrix products and memory-bound ops; its convolutions' calibration already runs high)
-are fitted to what the primitives leave unexplained (non-negative least squares of the relative
-residuals; on a GPU only the host terms); ``meta["reference_models"]`` reports the fit, and the profile's
-``model_error_rel`` is its median leave-one-out error.
+the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
+``conv_forward_extra`` (a convolution between other ops against the same one repeated alone: LeNet-5's
+run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
+memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives
+leave unexplained (non-negative least squares of the relative residuals; on a GPU only the host terms);
+``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median leave-one-out error.
 
 On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
 queued calls do not show: the reference models are also timed synchronised (``model_sync``) and the
@@ -57,7 +56,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
 from ..errors import ConfigError
 from .composition import with_composition
 from .conv_primitives import STRIDED, fit_strided_column_s
-from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
+from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
@@ -424,9 +423,11 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for seconds, spread, row in by_point.values():  # an activation's curve is its op's own
         key = curve_name(row["name"]) if row["family"] == ACTIVATION_FAMILY else row["family"]
         families.setdefault(key, []).append((seconds, spread, row))
-    rnn_cells = [(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", []) if math.isfinite(s)]
-    if device == "cpu":  # the recurrent step's terms (its module call left to the model's own count), strides
-        overheads.update(fit_cpu_recurrent(rnn_cells), native_stride_column_s=fit_strided_column_s(families))
+    rnn_cells, lstm_cells = ([(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", [])
+                              if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
+    if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
+        overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT),
+                         native_stride_column_s=fit_strided_column_s(families))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -456,7 +457,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
-            items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS]
+            items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS and item[2]["name"] == "gru"]
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
                                    [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])

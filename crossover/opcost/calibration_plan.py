@@ -69,6 +69,10 @@ class Plan:
     #: which tell a call's fixed cost from a step's (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent`).
     cpu_rnn_shapes: tuple = ((1, 16, 32), (1, 16, 128), (8, 16, 64), (64, 16, 64), (64, 16, 256), (512, 16, 64),
                              (1, 64, 64), (8, 64, 64))
+    #: PyTorch's CPU LSTM (oneDNN's RNN layer, ``mkldnn_rnn_layer``: not the GRU's C++ loop), the same form:
+    #: its own terms (:data:`crossover.opcost.gpu_ops.CPU_LSTM_TERMS`); two lengths tell a call from a step.
+    cpu_lstm_shapes: tuple = ((1, 16, 64), (8, 16, 32), (8, 16, 128), (64, 16, 64), (512, 16, 64), (1, 64, 64),
+                              (64, 64, 64))
     #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
     #: over ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output
     #: dominates).
@@ -125,7 +129,8 @@ PLANS = {
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
                   native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1, narrow_k=(),
                   activation_ops=(),
-                  reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),)),
+                  reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),),
+                  cpu_lstm_shapes=()),
 }
 REFERENCE = "reference"
 #: The reference models' steps timed synchronised, one by one (on CUDA; the ``model`` family queues them).
@@ -283,6 +288,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.rnn_shapes]
     else:
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.cpu_rnn_shapes]
+        out += [Point("rnn", "lstm", x=gru_flops(b, t, h, h, 4), shape=(b, t, h)) for b, t, h in plan.cpu_lstm_shapes]
     return out
 
 
@@ -469,7 +475,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         # in eval mode, as a forward prediction's model runs (make_module_step): in train mode cuDNN runs its
         # training forward (a reserve of activations for the backward pass), not the inference one; on a
         # CPU the mode only switches dropout between layers, none here
-        rnn = torch.nn.GRU(hidden, hidden, batch_first=True).to(device).eval()
+        layer = torch.nn.LSTM if point.name == "lstm" else torch.nn.GRU
+        rnn = layer(hidden, hidden, batch_first=True).to(device).eval()
         x = torch.randn(batch, steps, hidden, device=device)
 
         def recurrent():

@@ -13,7 +13,7 @@ from typing import Mapping, Optional
 from .profiles import Profile, log_between
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
-           "conv_operands", "is_strided", "strided_unfold_elements"]
+           "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -117,3 +117,20 @@ def strided_unfold_elements(row: Mapping) -> float:
     if x is None or not is_strided(x, w, out):
         return 0.0
     return float(x[0] * w[1] * w[2] * w[3] * out[2] * out[3])
+
+
+def uncalibrated_conv_warning(row: Mapping) -> str:
+    """A warning for a convolution no calibration primitive times, or ``""``: a transposed one (an
+    upsampling decoder's) or a dilated one, both costed on the grids of the ordinary convolution of the
+    same shapes. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
+    autoencoder's transposed convolutions at a quarter of their measured time at batch 512 and a dilated
+    1-D CNN's at half at batch 1 (``bench_zoo_unseen_p1_*``)."""
+    conv = row.get("conv")
+    if not isinstance(conv, Mapping):
+        return ""
+    what = ("transposed" if conv.get("transposed")
+            else "dilated" if any(d > 1 for d in conv.get("dilation") or ()) else "")
+    if not what:
+        return ""
+    return (f"a {what} convolution ({row.get('op', 'aten.convolution')}) is not calibrated: costed as the "
+            f"ordinary convolution of the same shapes, which can be several times off")

@@ -14,7 +14,8 @@ from typing import Mapping, Optional
 
 from .profiles import Grid, Profile
 
-__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "CPU_RNN_CALL", "cpu_recurrent_features",
+__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "CPU_RNN_CALL",
+           "CPU_LSTM_TERMS", "CPU_LSTM_CALL", "LSTM_FIT", "LSTM_WARNING", "cpu_recurrent_features",
            "cpu_recurrent_seconds", "cpu_recurrent_residuals", "residual_ratio", "RNN_RESIDUAL_GRID",
            "fit_cpu_recurrent", "costs_recurrent_whole", "fused_recurrent_row", "recurrent_cost", "gru_flops",
            "RNN_WARNING", "CPU_RNN_STEPS"]
@@ -91,17 +92,21 @@ def fused_recurrent_row(rows, module, path: str, batch_size: int):
         return None
     gates = {"GRU": 3, "LSTM": 4}.get(type(module).__name__, 1)
     directions = 2 if module.bidirectional else 1
-    # the time steps: the CPU path unbinds the input projections into one tensor per step
-    steps = max((len(r.get("output_shapes") or ()) for r in own if r.get("op", "").startswith("aten.unbind")),
-                default=1)
+    # the time steps: the CPU path unbinds the input projections into one tensor per step (a GRU's C++
+    # loop), or hands the whole time-major sequence to oneDNN's layer (a CPU LSTM: no unbind)
+    steps = max([len(r.get("output_shapes") or ()) for r in own if r.get("op", "").startswith("aten.unbind")]
+                + [tuple(r["input_shapes"][0])[0] for r in own
+                   if r.get("op", "").startswith("aten.mkldnn_rnn_layer") and r.get("input_shapes")], default=1)
     # what the one call writes: the output sequence and the final states (the per-step buffers the trace
     # records are its workspace: counted as outputs they would read as pages faulted in afresh every step)
     first_out = [math.prod(s) for s in (own[0].get("output_shapes") or ())]
     element = (float(own[0].get("bytes_written") or 0) / sum(first_out)) if sum(first_out) else 4.0
     outputs = [(batch_size, steps, module.hidden_size * directions),
                *[(module.num_layers * directions, batch_size, module.hidden_size)] * (2 if gates == 4 else 1)]
+    layers = [module.input_size] + [module.hidden_size * directions] * (module.num_layers - 1)
     return dict(own[0], op="aten._cudnn_rnn.default", kind="rnn", launches=2 * module.num_layers * directions,
-                flops=sum(int(r.get("flops") or 0) for r in own),
+                flops=sum(int(r.get("flops") or 0) for r in own)  # oneDNN's layer counts none: its products'
+                or int(directions * sum(gru_flops(batch_size, steps, w, module.hidden_size, gates) for w in layers)),
                 bytes_read=sum(int(r.get("bytes_read") or 0) for r in own),
                 output_shapes=tuple(outputs), bytes_written=int(element * sum(math.prod(s) for s in outputs)),
                 rnn=dict(batch=batch_size, input=module.input_size, hidden=module.hidden_size, gates=gates,
@@ -117,6 +122,16 @@ CPU_RNN_TERMS = ("rnn_step_s", "rnn_gate_element_s", "rnn_flop_s", "rnn_weight_e
 #: one length it cannot be told from the per-step fixed cost, and is 0). On the 2-core VM at one thread
 #: a GRU(64 → 64) at batch 8 took 246 µs over 16 steps and 730 µs over 50: 18 µs a call, 14.2 a step.
 CPU_RNN_CALL = "rnn_call_s"
+#: A CPU LSTM's terms, of the same form, fitted on the calibration's LSTM primitives: PyTorch runs a float
+#: LSTM on a CPU through oneDNN's RNN layer, not the GRU's loop. On the 2-core VM at one thread an
+#: ``LSTM(32 → 64)`` over 24 steps took 61 µs at batch 1 (the GRU's loop costs ~14 µs a step).
+CPU_LSTM_TERMS = ("lstm_step_s", "lstm_gate_element_s", "lstm_flop_s", "lstm_weight_element_s")
+CPU_LSTM_CALL = "lstm_call_s"
+#: :func:`fit_cpu_recurrent`'s arguments for the LSTM primitives.
+LSTM_FIT = dict(gates=4, terms=CPU_LSTM_TERMS, call=CPU_LSTM_CALL)
+#: The warning an LSTM's CPU cost carries where the profile has no LSTM primitives.
+LSTM_WARNING = ("an LSTM is costed with the GRU loop's terms: this CPU calibration has no LSTM primitives "
+                "(oneDNN runs a CPU LSTM, not the GRU's loop; recalibrate for its own terms)")
 
 
 def cpu_recurrent_features(batch: float, width: float, hidden: float, gates: int = 3) -> tuple:
@@ -138,11 +153,11 @@ _RESIDUAL_OCTAVES, _PRIOR_OCTAVES = 1.0, 2.0
 
 
 def cpu_recurrent_seconds(overheads: Mapping, batch: float, steps: float, width: float, hidden: float,
-                          gates: int = 3) -> float:
-    """One CPU recurrent layer's call of ``steps`` time steps from the fitted :data:`CPU_RNN_TERMS` and
-    :data:`CPU_RNN_CALL` in ``overheads``."""
-    per_step = sum(overheads[t] * f for t, f in zip(CPU_RNN_TERMS, cpu_recurrent_features(batch, width, hidden, gates)))
-    return overheads.get(CPU_RNN_CALL, 0.0) + steps * per_step
+                          gates: int = 3, terms: tuple = CPU_RNN_TERMS, call: str = CPU_RNN_CALL) -> float:
+    """One CPU recurrent layer's call of ``steps`` time steps from the fitted ``terms`` and ``call`` in
+    ``overheads`` (default the GRU loop's, :data:`CPU_RNN_TERMS` and :data:`CPU_RNN_CALL`)."""
+    per_step = sum(overheads[t] * f for t, f in zip(terms, cpu_recurrent_features(batch, width, hidden, gates)))
+    return overheads.get(call, 0.0) + steps * per_step
 
 
 def cpu_recurrent_residuals(cells, overheads: Mapping):
@@ -188,13 +203,17 @@ def residual_ratio(profile: Profile, batch: float, hidden: float) -> float:
     return grid(min(max(batch, grid.m[0]), grid.m[-1]), min(max(hidden, grid.kn[0]), grid.kn[-1]))
 
 
-def fit_cpu_recurrent(cells) -> dict:
-    """:data:`CPU_RNN_TERMS` from the calibration's CPU GRU primitives (pure).
+def fit_cpu_recurrent(cells, gates: int = 3, terms: tuple = CPU_RNN_TERMS, call: str = CPU_RNN_CALL) -> dict:
+    """:data:`CPU_RNN_TERMS` from the calibration's CPU GRU primitives (pure); with ``gates=4``,
+    :data:`CPU_LSTM_TERMS` and :data:`CPU_LSTM_CALL` as ``terms`` and ``call``, the LSTM's from its own.
 
     Parameters
     ----------
     cells : sequence of (batch, steps, hidden, seconds)
         Each primitive (input width = hidden) and its time, less what a model's trace costs apart.
+    gates : int
+        3 for a GRU, 4 for an LSTM.
+    terms, call : names of the fitted terms in the returned dict.
 
     Returns
     -------
@@ -207,15 +226,16 @@ def fit_cpu_recurrent(cells) -> dict:
     import numpy as np
 
     cells = [c for c in cells if c[3] > 0]
-    if len(cells) < len(CPU_RNN_TERMS):
+    if len(cells) < len(terms):
         return {}
     from scipy.optimize import nnls
 
-    lengths = len({steps for _, steps, _, _ in cells}) > 1 and len(cells) > len(CPU_RNN_TERMS)
-    X = np.array([[float(lengths)] + [steps * f for f in cpu_recurrent_features(b, h, h)] for b, steps, h, _ in cells])
+    lengths = len({steps for _, steps, _, _ in cells}) > 1 and len(cells) > len(terms)
+    X = np.array([[float(lengths)] + [steps * f for f in cpu_recurrent_features(b, h, h, gates)]
+                  for b, steps, h, _ in cells])
     y = np.array([c[3] for c in cells], dtype=float)
     coef, _ = nnls(X / y[:, None], np.ones(len(y)))
-    return {CPU_RNN_CALL: float(coef[0]), **dict(zip(CPU_RNN_TERMS, map(float, coef[1:])))}
+    return {call: float(coef[0]), **dict(zip(terms, map(float, coef[1:])))}
 
 
 def gru_flops(batch: int, steps: int, width: int, hidden: int, gates: int = 3) -> float:
@@ -241,11 +261,15 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
     curve = profile.curves.get("rnn")
     if profile.device == "cpu" and all(t in profile.overheads for t in CPU_RNN_TERMS):  # PyTorch's C++ loop
         o = profile.overheads
+        lstm = r["gates"] == 4 and all(t in o for t in CPU_LSTM_TERMS)  # oneDNN's layer, timed on its own
+        terms, call = (CPU_LSTM_TERMS, CPU_LSTM_CALL) if lstm else (CPU_RNN_TERMS, CPU_RNN_CALL)
         ratio = residual_ratio(profile, r["batch"], r["hidden"]) if r["gates"] == 3 else 1.0  # GRU primitives only
         host = r["directions"] * ratio * sum(
-            cpu_recurrent_seconds(o, r["batch"], r["steps"], width, r["hidden"], r["gates"]) for width in layers)
-        floor = min(host, r["directions"] * len(layers) * (r["steps"] * o[CPU_RNN_TERMS[0]] + o.get(CPU_RNN_CALL, 0.0)))
-        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"], warning="",
+            cpu_recurrent_seconds(o, r["batch"], r["steps"], width, r["hidden"], r["gates"], terms, call)
+            for width in layers)
+        floor = min(host, r["directions"] * len(layers) * (r["steps"] * o[terms[0]] + o.get(call, 0.0)))
+        warning = LSTM_WARNING if r["gates"] == 4 and not lstm else ""
+        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"], warning=warning,
                     compute_s=host - floor)
     if curve is not None and profile.device == "cpu":  # a profile from before the fitted terms: a curve over FLOPs
         per_length = r["steps"] / CPU_RNN_STEPS  # a step costs the same whatever the sequence's length

@@ -42,7 +42,7 @@ from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
 from .conv_grids import (conv_grid_seconds, conv_operands, is_strided, sized_grids, strided_unfold_elements,
-                         uses_1d_grids)
+                         uncalibrated_conv_warning, uses_1d_grids)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -467,6 +467,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         family = "generic"
     elif family == "elementwise":
         warning = uncovered_warning(profile, row)  # costed as a ReLU of its bytes though it may compute more
+    elif family in ("conv", "conv_backward", "conv1d"):
+        warning = uncalibrated_conv_warning(row)
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
     if not on_gpu and family in MEMORY_FAMILIES:  # past the private caches a step streams from DRAM
         seconds = in_stream(profile, seconds, float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0))

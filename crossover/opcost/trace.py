@@ -20,7 +20,8 @@ Columns of the returned table
 ``input_shapes`` and ``output_shapes`` (tuples of the tensor arguments' and results' shapes),
 ``flops``, ``bytes_read``, ``bytes_written``, ``launches``, ``phase`` (one of :data:`PHASES`) and
 ``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
-top level, in the loss, backward and optimizer phases).
+top level, in the loss, backward and optimizer phases), ``conv`` (a convolution's ``stride``,
+``padding``, ``dilation``, ``transposed`` and ``groups``, which its shapes do not tell; None for other ops).
 
 How each count is made (heuristics, not measurements)
 -----------------------------------------------------
@@ -44,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from typing import Optional
 
 from ..errors import TraceError
 
@@ -55,7 +57,10 @@ KINDS = ("matmul", "conv", "attention", "elementwise", "reduction", "view", "cop
 PHASES = ("forward", "loss", "backward", "optimizer")
 #: The columns of :func:`trace_module`'s table, in order.
 COLUMNS = ("index", "op", "kind", "input_shapes", "output_shapes", "flops", "bytes_read",
-           "bytes_written", "launches", "phase", "module")
+           "bytes_written", "launches", "phase", "module", "conv")
+#: The arguments of ``aten.convolution`` and ``aten.convolution_backward`` the ``conv`` column keeps:
+#: name -> position (the backward's are one further on: its first argument is the output's gradient).
+_CONV_ARGS = {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "groups": 8}
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm", "matmul", "linear", "mv", "addmv",
            "dot", "vdot", "_addmm_activation", "_int_mm", "addr", "outer", "mkldnn_linear"}
@@ -222,9 +227,20 @@ def _recorder(modules: _ModuleStack):
                 "launches": 0 if moves_nothing else 1,
                 "phase": self.phase,
                 "module": modules.current if self.phase == "forward" else "",
+                "conv": _conv_args(name, args),
             })
 
     return Recorder()
+
+
+def _conv_args(name: str, args) -> Optional[dict]:
+    """A convolution's :data:`_CONV_ARGS` (tuples of ints, a bool, an int), or None for another op."""
+    shift = {"convolution": 0, "convolution_backward": 1}.get(name)
+    if shift is None or len(args) <= _CONV_ARGS["groups"] + shift:
+        return None
+    value = {key: args[i + shift] for key, i in _CONV_ARGS.items()}
+    return dict(value, **{key: tuple(int(v) for v in value[key]) for key in ("stride", "padding", "dilation")},
+                transposed=bool(value["transposed"]), groups=int(value["groups"]))
 
 
 # ------------------------------------------------------------------------------------ the step
