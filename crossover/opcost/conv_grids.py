@@ -125,8 +125,8 @@ def uncalibrated_conv_warning(row: Mapping) -> str:
     same shapes. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
     autoencoder's transposed convolutions at a quarter of their measured time at batch 512 and a dilated
     1-D CNN's at half at batch 1 (``bench_zoo_unseen_p1_*``)."""
-    conv = row.get("conv")
-    if not isinstance(conv, Mapping):
+    conv = row.get("args")
+    if not isinstance(conv, Mapping) or "transposed" not in conv:
         return ""
     what = ("transposed" if conv.get("transposed")
             else "dilated" if any(d > 1 for d in conv.get("dilation") or ()) else "")

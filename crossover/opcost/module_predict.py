@@ -176,7 +176,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     o = profile.overhead
     host = device = floors = memory = compute = 0.0
     launches = flops = moved = 0
-    fresh = conv_forward = backward_kernels = 0.0
+    fresh = conv_forward = backward_kernels = uncovered = 0.0
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
     inference = not any(row.get("phase") in ("backward", "optimizer") for row in rows)
@@ -205,6 +205,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         if cost.launches:
             phase_ops[row.get("phase", "forward")] += 1
         costs.append((time_s, row, cost))
+        uncovered += time_s if cost.warning else 0.0
         if cost.warning and cost.warning not in warnings:
             warnings.append(cost.warning)
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
@@ -243,8 +244,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                     seconds=t, share=t / latency if latency > 0 else 0.0, bound=cost.bound)
                for t, row, cost in costs[:top]]
     # the low end: the step with its large buffers served from glibc's heap, faulting nothing
-    return dict(latency_s=latency, latency_low_s=max((latency - faults) * (1 - r), 0.1 * latency),
-                latency_high_s=latency * (1 + r), fault_s=faults,
+    # and the ops no primitive covers (each one's cost carries a warning) off by UNCOVERED_FACTOR either way
+    low = (latency - faults) * (1 - r) - uncovered * (1 - 1 / UNCOVERED_FACTOR)
+    return dict(latency_s=latency, latency_low_s=max(low, 0.1 * latency),
+                latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1), fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
                 autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
@@ -255,6 +258,13 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                 top_ops=top_ops, warnings=warnings)
 
 
+#: How far the cost of an op no calibration primitive covers (its cost carries a warning) may lie from
+#: the truth, either way: a step's interval widens by that op's time times this less one above and one
+#: less its inverse below. On the 2-core VM the uncovered ops of the out-of-sample sittings measured
+#: 3.5-35 times their cost under the profiler (tanh, GELU, an LSTM, transposed and dilated convolutions:
+#: ``bench_costly_ops.log``, ``bench_zoo_unseen_p1_*``); 4 covers the milder half and keeps an interval
+#: that still says something.
+UNCOVERED_FACTOR = 4.0
 #: A CPU step whose page faults of fresh buffers are more than this share of it gets a warning.
 HEAP_FAULT_WARN_SHARE = 0.1
 

@@ -263,11 +263,11 @@ def _linear(m, k, n, e) -> dict:
     return _row("aten.addmm.default", "matmul", [(n,), (m, k), (k, n)], [(m, n)], e, flops=2.0 * m * k * n)
 
 
-def _attention_core(b, length, source, d, e) -> list:
+def _attention_core(b, length, source, d, e, heads=None) -> list:
     """The kernels of PyTorch's native multi-head attention on the CPU after the input projection:
     bias and scaling of q, k, v, ``bmm`` (scores), softmax, ``bmm`` (values), the heads made contiguous
-    again. The head count is not in the op's tensor shapes: heads of 64 features are assumed."""
-    heads = d // 64 if d % 64 == 0 else 1
+    again. ``heads`` as the trace recorded it (its ``args``); else heads of 64 features are assumed."""
+    heads = heads or (d // 64 if d % 64 == 0 else 1)
     hd, bh = d // heads, b * heads
     return [_row("aten._transform_bias_rescale_qkv.default", "elementwise", [(b, length, 3 * d), (3 * d,)],
                  [(b, heads, length, hd)] * 3, e),
@@ -284,13 +284,14 @@ def _fused_rows(name: str, row: Mapping):
     when its shapes are not understood."""
     shapes = [tuple(s) for s in row.get("input_shapes") or ()]
     e = _element_size(row)
+    heads = (row.get("args") or {}).get("heads") if isinstance(row.get("args"), Mapping) else None
     if name == "_transformer_encoder_layer_fwd" and len(shapes) >= 13 and len(shapes[0]) == 3:
         b, s, d = shapes[0]
         f = shapes[9][0]
         m = b * s
         add = _row("aten.add_.Tensor", "elementwise", [(m, d), (m, d)], [(m, d)], e)
         norm = _row("aten.native_layer_norm.default", "reduction", [(m, d), (d,), (d,)], [(m, d), (m, 1), (m, 1)], e)
-        return [_linear(m, d, 3 * d, e), *_attention_core(b, s, s, d, e), _linear(m, d, d, e), add, norm,
+        return [_linear(m, d, 3 * d, e), *_attention_core(b, s, s, d, e, heads), _linear(m, d, d, e), add, norm,
                 _linear(m, d, f, e), _row("aten.relu_.default", "elementwise", [(m, f)], [(m, f)], e),
                 _linear(m, f, d, e), add, norm]
     if name == "_native_multi_head_attention" and len(shapes) >= 7 and len(shapes[0]) == 3:
@@ -298,7 +299,7 @@ def _fused_rows(name: str, row: Mapping):
         source = shapes[1][1] if len(shapes[1]) == 3 else length
         projections = ([_linear(b * length, d, 3 * d, e)] if shapes[0] == shapes[1] == shapes[2] else
                        [_linear(b * length, d, d, e), _linear(b * source, d, d, e), _linear(b * source, d, d, e)])
-        return projections + _attention_core(b, length, source, d, e) + [_linear(b * length, d, d, e)]
+        return projections + _attention_core(b, length, source, d, e, heads) + [_linear(b * length, d, d, e)]
     return None
 
 

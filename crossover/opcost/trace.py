@@ -20,8 +20,9 @@ Columns of the returned table
 ``input_shapes`` and ``output_shapes`` (tuples of the tensor arguments' and results' shapes),
 ``flops``, ``bytes_read``, ``bytes_written``, ``launches``, ``phase`` (one of :data:`PHASES`) and
 ``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
-top level, in the loss, backward and optimizer phases), ``conv`` (a convolution's ``stride``,
-``padding``, ``dilation``, ``transposed`` and ``groups``, which its shapes do not tell; None for other ops).
+top level, in the loss, backward and optimizer phases), ``args`` (what an op's shapes do not tell about its
+work: a convolution's ``stride``, ``padding``, ``dilation``, ``transposed`` and ``groups``, a fused
+attention op's ``heads``; None for other ops).
 
 How each count is made (heuristics, not measurements)
 -----------------------------------------------------
@@ -57,10 +58,12 @@ KINDS = ("matmul", "conv", "attention", "elementwise", "reduction", "view", "cop
 PHASES = ("forward", "loss", "backward", "optimizer")
 #: The columns of :func:`trace_module`'s table, in order.
 COLUMNS = ("index", "op", "kind", "input_shapes", "output_shapes", "flops", "bytes_read",
-           "bytes_written", "launches", "phase", "module", "conv")
-#: The arguments of ``aten.convolution`` and ``aten.convolution_backward`` the ``conv`` column keeps:
+           "bytes_written", "launches", "phase", "module", "args")
+#: The arguments of ``aten.convolution`` and ``aten.convolution_backward`` the ``args`` column keeps:
 #: name -> position (the backward's are one further on: its first argument is the output's gradient).
 _CONV_ARGS = {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "groups": 8}
+#: The position of a fused attention op's head count.
+_HEADS_ARG = {"_native_multi_head_attention": 4, "_transformer_encoder_layer_fwd": 2}
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm", "matmul", "linear", "mv", "addmv",
            "dot", "vdot", "_addmm_activation", "_int_mm", "addr", "outer", "mkldnn_linear"}
@@ -227,14 +230,17 @@ def _recorder(modules: _ModuleStack):
                 "launches": 0 if moves_nothing else 1,
                 "phase": self.phase,
                 "module": modules.current if self.phase == "forward" else "",
-                "conv": _conv_args(name, args),
+                "args": _op_args(name, args),
             })
 
     return Recorder()
 
 
-def _conv_args(name: str, args) -> Optional[dict]:
-    """A convolution's :data:`_CONV_ARGS` (tuples of ints, a bool, an int), or None for another op."""
+def _op_args(name: str, args) -> Optional[dict]:
+    """A convolution's :data:`_CONV_ARGS` (tuples of ints, a bool, an int), a fused attention op's
+    ``heads``, or None for another op."""
+    if name in _HEADS_ARG and len(args) > _HEADS_ARG[name]:
+        return {"heads": int(args[_HEADS_ARG[name]])}
     shift = {"convolution": 0, "convolution_backward": 1}.get(name)
     if shift is None or len(args) <= _CONV_ARGS["groups"] + shift:
         return None
