@@ -55,7 +55,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
 from .composition import with_composition
-from .conv_primitives import STRIDED, fit_strided_column_s
+from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
@@ -395,7 +395,7 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
           ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
           ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False),
-          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False))
+          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID)
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
@@ -453,7 +453,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED):
             continue
         beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

@@ -25,7 +25,8 @@ from ..measurement.environment import cpu_caches
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
-from .conv_primitives import CONV_BACKENDS, STRIDED, conv_input_shape, conv_output_shape, conv_points, conv_step
+from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
+                              conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 
@@ -93,6 +94,8 @@ class Plan:
     native_batches: tuple = (1, 2, 4, 8)
     #: Whether to time 1-D convolutions too (:mod:`crossover.opcost.conv_primitives`).
     conv1d: bool = True
+    #: Transposed convolutions (a CPU's: :data:`crossover.opcost.conv_primitives.TRANSPOSED`).
+    conv_transposed: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
     reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32))
     #: Visits of each reference step per round, at two places of its shuffled order: on the 2-core VM a
@@ -127,7 +130,8 @@ PLANS = {
                   (1, 16), (16, 64), (64,), ((64, 16),), (4,), (2**10, 2**14), ("add", "relu"),
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
-                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, reference_visits=1, narrow_k=(),
+                  native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, conv_transposed=False,
+                  reference_visits=1, narrow_k=(),
                   activation_ops=(),
                   reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),),
                   cpu_lstm_shapes=()),
@@ -212,7 +216,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise"):  # half the input (pooled by 2), or as large as it
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
-    if family in ("conv", "conv_backward", "conv1d") and len(shape) == 5:
+    if family in ("conv", "conv_backward", "conv1d", TRANSPOSED) and len(shape) == 5:
         return 4.0 * math.prod(conv_output_shape(family, shape))
     return 0.0
 
@@ -449,7 +453,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return layer_step(point.family, point.shape, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward", "conv1d", STRIDED):
+    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED):
         return conv_step(point.family, point.name, point.shape, device)
     if point.family == ACTIVATION_FAMILY:
         return activation_step(point.name, point.n, device)

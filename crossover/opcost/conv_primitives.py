@@ -22,7 +22,8 @@ from typing import Callable
 
 __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH", "CONV1D_BATCHES", "conv_points",
            "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
-           "fit_strided_column_s"]
+           "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
+           "TRANSPOSED_GRID", "is_transposed"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -43,6 +44,27 @@ CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
 STRIDED = "conv_strided"
 STRIDED_CHANNELS = ((3, 16, 3), (16, 32, 3), (32, 64, 3))
 STRIDED_SIDE = 32
+
+
+#: The family of the transposed convolutions (CPU only): ``ConvTranspose2d(C_in, C_out, k, stride=2,
+#: padding=(k - 2) // 2)``, which doubles the side, over images of ``TRANSPOSED_SIDE`` at each batch of
+#: ``TRANSPOSED_BATCHES``, for each ``(C_in, C_out, k)`` of ``TRANSPOSED_CHANNELS`` (a decoder's halving
+#: of channels, a distinct ``C_in·C_out·k²`` each). Their grid is indexed by the input's pixels over the
+#: batch and ``C_in·C_out·k²``. No rule from the ordinary convolutions holds for them: on the 2-core VM at
+#: one thread one took 0.8 to 28 times the forward convolution of the same shapes, 0.4 to 105 GFLOP/s.
+TRANSPOSED = "conv_transposed"
+TRANSPOSED_CHANNELS = ((8, 4, 2), (16, 8, 2), (32, 16, 2), (24, 12, 4), (64, 32, 2))
+TRANSPOSED_SIDE = 8
+TRANSPOSED_BATCHES = (1, 8, 64, 512)
+#: The profile's grid of them, as :mod:`crossover.opcost.calibrate` builds grids: (grid, family,
+#: primitive, cold).
+TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
+
+
+def is_transposed(row) -> bool:
+    """Whether a traced convolution row is a transposed one (its ``args``, see :mod:`crossover.opcost.trace`)."""
+    args = row.get("args")
+    return isinstance(args, dict) and bool(args.get("transposed"))
 
 
 def fit_strided_column_s(families) -> float:
@@ -85,6 +107,11 @@ def conv_points(plan, device: str = "cpu") -> list:
         side = STRIDED_SIDE // 2
         out += [(STRIDED, CONV_BACKENDS[1], side * side, 2.0 * side * side * c_in * k * k * c_out,
                  (1, c_in, c_out, k, STRIDED_SIDE)) for c_in, c_out, k in STRIDED_CHANNELS]
+    if device == "cpu" and plan.conv_transposed:
+        pixels = TRANSPOSED_SIDE**2  # the grid's M: the input's pixels over the batch
+        out += [(TRANSPOSED, TRANSPOSED_GRID[2], b * pixels, 2.0 * b * pixels * c_in * c_out * k * k,
+                 (b, c_in, c_out, k, TRANSPOSED_SIDE))
+                for (c_in, c_out, k), b in itertools.product(TRANSPOSED_CHANNELS, TRANSPOSED_BATCHES)]
     if not plan.conv1d:
         return out
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):
@@ -104,6 +131,7 @@ def conv_output_shape(family: str, shape) -> tuple:
     """The output's shape (a backward primitive's: its input gradient's, as large as the input)."""
     batch, c_in, c_out, _, side = shape
     channels = c_in if family == "conv_backward" else c_out
+    side = 2 * side if family == TRANSPOSED else side
     return (batch, channels, side) if family == "conv1d" else (batch, channels, side, side)
 
 
@@ -117,7 +145,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
     w = torch.randn((c_out, c_in, kernel) if one_d else (c_out, c_in, kernel, kernel), device=device)
     bias = torch.randn(c_out, device=device)
     pad = kernel // 2
-    if family in ("conv", "conv1d", STRIDED):
+    if family == TRANSPOSED:  # the weight is C_in × C_out × k × k; stride 2 doubles the side
+        w = torch.randn((c_in, c_out, kernel, kernel), device=device)
+
+        def call():
+            return torch.conv_transpose2d(x, w, bias, stride=2, padding=(kernel - 2) // 2)
+    elif family in ("conv", "conv1d", STRIDED):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1
 

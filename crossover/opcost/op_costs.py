@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
-from .conv_grids import (conv_grid_seconds, conv_operands, is_strided, sized_grids, strided_unfold_elements,
-                         uncalibrated_conv_warning, uses_1d_grids)
+from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
+                         strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
+from .conv_primitives import TRANSPOSED, is_transposed
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -54,7 +55,7 @@ __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers",
 #: Families whose time beyond the floor is memory traffic, and compute.
 MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic",
                    *LAYER_FAMILIES)
-COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "conv1d", "attention")
+COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "conv1d", "attention", TRANSPOSED)
 
 #: Ops of kind ``other`` (or with their own costing) that a bandwidth curve covers, by family.
 _KNOWN_OTHER = {
@@ -392,6 +393,10 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if native and family == "conv":  # the grid is timed at stride 1; a strided input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
         return seconds
+    if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
+        x = tuple((row.get("input_shapes") or [()])[0])
+        dims = _gemm_dims(x[0] * _prod(x[2:]), row) if len(x) > 2 else None
+        return None if dims is None else conv_grid_time(profile, TRANSPOSED, dims, math.sqrt(_prod(x[2:])))
     if family in ("conv", "conv_backward", "attention"):
         x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
              else float(row.get("flops") or 0))
@@ -449,9 +454,11 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
-    if family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
+    if family == "conv" and is_transposed(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
+        family = TRANSPOSED
+    elif family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
         family = "conv1d"
-    layer = layer_family(row, name, inference=inference, device=profile.device)
+    layer = None if family == TRANSPOSED else layer_family(row, name, inference=inference, device=profile.device)
     if layer in profile.curves:  # calibrated (a profile from before these primitives: the family as before)
         family = layer
         moved = moved_bytes(row, layer)  # on the curve's own count of bytes
