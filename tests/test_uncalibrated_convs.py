@@ -12,8 +12,8 @@ from crossover.opcost.trace import trace_module
 import torch
 
 
-def _convs(model, shape, workload="forward"):
-    table = trace_module(model, torch.empty((2, *shape), device="meta"), workload)
+def _convs(model, shape, workload="forward", batch=2):
+    table = trace_module(model, torch.empty((batch, *shape), device="meta"), workload)
     return [r for r in table.to_dict("records") if r["op"].startswith("aten.convolution")]
 
 
@@ -32,7 +32,7 @@ def test_the_trace_keeps_a_convolutions_arguments():
 
 @pytest.mark.parametrize("layer, shape, warned", [
     (nn.ConvTranspose2d(16, 8, 2, stride=2), (16, 7, 7), "transposed"),
-    (nn.Conv1d(8, 16, 3, padding=2, dilation=2), (8, 64), "dilated"),
+    (nn.Conv1d(8, 16, 3, padding=2, dilation=2), (8, 64), None),  # its forward: costed, see below
     (nn.Conv2d(3, 8, 3, stride=2, padding=1), (3, 16, 16), None),
 ])
 def test_a_prediction_names_an_uncalibrated_convolution(layer, shape, warned):
@@ -44,21 +44,41 @@ def test_a_prediction_names_an_uncalibrated_convolution(layer, shape, warned):
     assert (message in predicted["warnings"]) if warned else not any("convolution" in w for w in predicted["warnings"])
 
 
-def test_an_uncovered_ops_time_widens_the_interval_by_the_factor_either_way():
+def test_a_dilated_convolutions_gradients_are_named():
+    _, backward = _convs(nn.Conv1d(8, 8, 3, padding=2, dilation=2), (8, 64), "train")
+    assert "dilated" in uncalibrated_conv_warning(backward)
+
+
+def test_a_dilated_native_convolution_pays_its_unfolding_as_a_strided_one():
+    import dataclasses
+
+    from crossover.opcost.conv_grids import strided_unfold_elements
+    from crossover.opcost.op_costs import conv_backend, op_cost
+    from crossover.opcost.profiles import Grid
+
+    one = _convs(nn.Conv1d(32, 32, 3, padding=2, dilation=2), (32, 256), batch=1)
+    one += _convs(nn.Conv1d(32, 32, 3, padding=1), (32, 256), batch=1)
+    assert conv_backend(one[0], 1) == "native"
+    assert strided_unfold_elements(one[0]) == 32 * 3 * 256 and strided_unfold_elements(one[1]) == 0
+    base = synthetic_profile("cpu")
+    grid = Grid((16.0, 4096.0), (16.0, 1e5), ((1e-6, 1e-5), (2e-5, 2e-4)))
+    profile = dataclasses.replace(base, grids={**base.grids, "conv@16": grid, "conv_native@16": grid},
+                                  overheads={**base.overheads, "native_stride_column_s": 1e-9})
+    assert op_cost(profile, one[0]).host_s == pytest.approx(op_cost(profile, one[1]).host_s + 32 * 3 * 256 * 1e-9)
+
+
+def test_an_uncovered_ops_time_widens_the_interval_by_the_factor_either_way(monkeypatch):
+    from crossover.opcost import module_predict
     from crossover.opcost.module_predict import UNCOVERED_FACTOR, step_prediction, trace_step
 
     profile = synthetic_profile("cpu")
-    plain = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
-    dilated = nn.Sequential(nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.ReLU())
-    steps = []
-    for model in (plain, dilated):
-        table, calls = trace_step(model, (8, 16, 16), 4)
-        steps.append(step_prediction(profile, table.to_dict("records"), module_calls=calls, n_params=2,
-                                     param_bytes=2336))
-    a, b = steps
-    assert a["latency_s"] == pytest.approx(b["latency_s"], rel=1e-9)  # the same shapes, costed alike
-    conv_s = next(op["seconds"] for op in b["top_ops"] if op["op"].startswith("aten.convolution"))
-    assert not a["warnings"] and b["warnings"]
-    assert b["latency_high_s"] - a["latency_high_s"] == pytest.approx(conv_s * (UNCOVERED_FACTOR - 1), rel=1e-6)
-    assert a["latency_low_s"] - b["latency_low_s"] == pytest.approx(
-        min(conv_s * (1 - 1 / UNCOVERED_FACTOR), a["latency_low_s"] - 0.1 * a["latency_s"]), rel=1e-6)
+    table, calls = trace_step(nn.ConvTranspose2d(16, 8, 2, stride=2), (16, 7, 7), 4)
+    rows = table.to_dict("records")
+    widened = step_prediction(profile, rows, module_calls=calls, n_params=2, param_bytes=2080)
+    monkeypatch.setattr(module_predict, "UNCOVERED_FACTOR", 1.0)
+    plain = step_prediction(profile, rows, module_calls=calls, n_params=2, param_bytes=2080)
+    conv_s = next(op["seconds"] for op in widened["top_ops"] if op["op"].startswith("aten.convolution"))
+    assert widened["warnings"] and widened["latency_s"] == plain["latency_s"]
+    assert widened["latency_high_s"] - plain["latency_high_s"] == pytest.approx(conv_s * (UNCOVERED_FACTOR - 1))
+    assert plain["latency_low_s"] - widened["latency_low_s"] == pytest.approx(
+        min(conv_s * (1 - 1 / UNCOVERED_FACTOR), plain["latency_low_s"] - 0.1 * plain["latency_s"]))

@@ -109,27 +109,36 @@ def is_strided(x, w, out) -> bool:
 
 
 def strided_unfold_elements(row: Mapping) -> float:
-    """Elements a strided forward convolution's native path unfolds (batch × input channels of a group ×
-    kernel pixels × output pixels); 0 for a stride of 1 or a row that is no forward convolution."""
+    """Elements a strided or dilated forward convolution's native path unfolds (batch × input channels of
+    a group × kernel pixels × output pixels); 0 for a stride and dilation of 1 or a row that is no forward
+    convolution. Both unfold their input element by element (``slow_conv2d`` at a stride above 1,
+    ``slow_conv_dilated2d``): on the 2-core VM at one thread a dilated native convolution of one image
+    took 0.52-0.76 ns more per unfolded element than the undilated one (six shapes, 1-D and 2-D,
+    dilations 2 and 4), a strided one 0.68-0.70 (``experiments/bench_costly_ops.py``, its log). oneDNN's
+    kernel, at larger batches, is costed as the undilated one: the dilated 1-D CNN of ``experiments/zoo_unseen``
+    read +1% to +8% at batches 8 and 64 that way (``bench_zoo_unseen_p1_t1``, ``p2_t1``)."""
     if "backward" in str(row.get("op", "")):
         return 0.0
     x, w, out = conv_operands(row)
-    if x is None or not is_strided(x, w, out):
+    args = row.get("args") if isinstance(row.get("args"), Mapping) else {}
+    dilated = any(d > 1 for d in args.get("dilation") or ())
+    if x is None or not (dilated or is_strided(x, w, out)):
         return 0.0
     return float(x[0] * w[1] * w[2] * w[3] * out[2] * out[3])
 
 
 def uncalibrated_conv_warning(row: Mapping) -> str:
     """A warning for a convolution no calibration primitive times, or ``""``: a transposed one (an
-    upsampling decoder's) or a dilated one, both costed on the grids of the ordinary convolution of the
-    same shapes. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
+    upsampling decoder's; where the profile has no transposed grid, or its gradients) or a dilated one's
+    gradients, costed on the grids of the ordinary convolution of the same shapes. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
     autoencoder's transposed convolutions at a quarter of their measured time at batch 512 and a dilated
     1-D CNN's at half at batch 1 (``bench_zoo_unseen_p1_*``)."""
     conv = row.get("args")
     if not isinstance(conv, Mapping) or "transposed" not in conv:
         return ""
+    backward = "backward" in str(row.get("op", ""))  # a dilated forward one: see strided_unfold_elements
     what = ("transposed" if conv.get("transposed")
-            else "dilated" if any(d > 1 for d in conv.get("dilation") or ()) else "")
+            else "dilated" if backward and any(d > 1 for d in conv.get("dilation") or ()) else "")
     if not what:
         return ""
     return (f"a {what} convolution ({row.get('op', 'aten.convolution')}) is not calibrated: costed as the "

@@ -51,7 +51,8 @@ STRIDED_SIDE = 32
 #: ``TRANSPOSED_BATCHES``, for each ``(C_in, C_out, k)`` of ``TRANSPOSED_CHANNELS`` (a decoder's halving
 #: of channels, a distinct ``C_in·C_out·k²`` each). Their grid is indexed by the input's pixels over the
 #: batch and ``C_in·C_out·k²``. No rule from the ordinary convolutions holds for them: on the 2-core VM at
-#: one thread one took 0.8 to 28 times the forward convolution of the same shapes, 0.4 to 105 GFLOP/s.
+#: one thread one took 0.9 to 18.5 times the forward convolution of the same shapes, at 0.4 to 86 GFLOP/s
+#: (``experiments/bench_costly_ops.py``, its log).
 TRANSPOSED = "conv_transposed"
 TRANSPOSED_CHANNELS = ((8, 4, 2), (16, 8, 2), (32, 16, 2), (24, 12, 4), (64, 32, 2))
 TRANSPOSED_SIDE = 8

@@ -390,7 +390,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
         native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
-        if native and family == "conv":  # the grid is timed at stride 1; a strided input unfolds slower
+        if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
         return seconds
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
