@@ -24,9 +24,10 @@ from typing import Mapping, Optional
 from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores
 
-__all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available", "require_device",
-           "device_name", "NO_CUDA", "cpu_caches", "cpu_physical_cores", "hardware_fingerprint", "scheduler_job",
-           "thread_environment", "torch_build_info", "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
+__all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available",
+           "require_device", "device_name", "NO_CUDA", "cpu_caches", "llc_bytes", "private_cache_bytes",
+           "cpu_physical_cores", "hardware_fingerprint", "scheduler_job", "thread_environment", "torch_build_info",
+           "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
 
 #: Environment variables that set or steer the CPU's thread pools (OpenMP, Intel's and GNU's OpenMP
 #: runtimes, MKL, OpenBLAS), recorded by prefix ...
@@ -127,6 +128,17 @@ def cpu_caches(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> dict:
         name = f"L{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
         caches[name] = int(number) * units.get(unit, 1)
     return caches
+
+
+def llc_bytes(default: int = 32 * 2**20) -> int:
+    """The last-level cache's size (L3, else L2) as sysfs lists it for CPU 0, or ``default``."""
+    caches = cpu_caches()
+    return caches.get("L3") or caches.get("L2") or default
+
+
+def private_cache_bytes(default: int = 2**19) -> int:
+    """One core's private (L2) cache as sysfs lists it for CPU 0, or ``default``."""
+    return cpu_caches().get("L2") or default
 
 
 def cpu_physical_cores(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> Optional[int]:

@@ -54,8 +54,10 @@ from .activations import ACTIVATION_FAMILY, curve_name
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
                                SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
 from ..errors import ConfigError
+from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .composition import with_composition
 from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
+from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
@@ -359,18 +361,6 @@ def _shape(row) -> tuple:
     return tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
 
 
-def _beyond_the_op(family: str, overheads: Mapping) -> float:
-    """Seconds a layer primitive's step pays that a model's trace costs apart: the module call of
-    ``conv(x)`` and ``bag(ids)`` (:func:`crossover.opcost.layer_primitives.layer_step`), and the bag's
-    ``arange`` of a 2-D input's offsets (a trace row of its own). Counted twice, they made the embedding
-    bag's batch-1 step on the VM 1.5 µs (7%) too slow. A CPU's only: a GPU's host work overlaps its kernels."""
-    if family == "gather":
-        return overheads.get("module_call_s", 0.0) + overheads.get("dispatch_s", 0.0)
-    if family == "conv_depthwise":
-        return overheads.get("module_call_s", 0.0)
-    return 0.0
-
-
 def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
     """``by_point`` with the page faults of each primitive's fresh buffers (32 MiB or more: its output,
     a oneDNN convolution's blocked copies, :func:`crossover.opcost.calibration_plan.fresh_buffers`) taken
@@ -427,7 +417,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                               if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
         overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT),
-                         native_stride_column_s=fit_strided_column_s(families))
+                         native_stride_column_s=fit_strided_column_s(families),
+                         **{BMM_MATRIX: fit_bmm_matrix_s(families)})
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -453,9 +444,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED):
             continue
-        beyond = _beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
+        beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
             items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS and item[2]["name"] == "gru"]
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU

@@ -21,10 +21,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..measurement.environment import cpu_caches
+from ..measurement.environment import llc_bytes, private_cache_bytes  # noqa: F401 (re-exported)
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
+from .batched_products import BATCHED, batched_points, batched_step
+from .short_rows import SHORT_ROWS, short_row_points, short_row_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
@@ -181,17 +183,6 @@ def reference_model(name: str):
     raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
 
 
-def llc_bytes(default: int = 32 * 2**20) -> int:
-    """The last-level cache's size (L3, else L2) as sysfs lists it for CPU 0, or ``default``."""
-    caches = cpu_caches()
-    return caches.get("L3") or caches.get("L2") or default
-
-
-def private_cache_bytes(default: int = 2**19) -> int:
-    """One core's private (L2) cache as sysfs lists it for CPU 0, or ``default``."""
-    return cpu_caches().get("L2") or default
-
-
 def _reduction_shape(name: str, n: int) -> tuple:
     if name.startswith("max_pool2d"):  # 2×2 windows over 32×32 images
         return (1, max(n // 1024, 1), 32, 32)
@@ -212,7 +203,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
     calibration takes the page faults of outputs of 32 MiB or more
     (:data:`crossover.opcost.op_costs.FRESH_MIN_BYTES`) back out of its times, since a prediction adds them
     for the model's own fresh outputs."""
-    if family in ("elementwise", "copy", "reduction", "pool", "pool_backward"):
+    if family in ("elementwise", "copy", "reduction", "pool", "pool_backward", SHORT_ROWS):
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise"):  # half the input (pooled by 2), or as large as it
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
@@ -276,6 +267,11 @@ def points(plan: Plan, device: str = "cpu") -> list:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
     out += [Point(family, name, n=n, x=x, shape=shape) for family, name, n, x, shape in layer_points(plan.sizes)]
+    if device == "cpu":  # bmm of many small matrices, and the one product of their rows
+        out += [Point(family, name, m=count, shape=shape) for family, name, count, shape in batched_points()]
+    if device == "cpu" and "softmax" in plan.reduction_ops:  # softmax and layer norm over rows of 16 too
+        out += [Point(family, name, n=n, x=x, shape=shape)
+                for family, name, n, x, shape in short_row_points(plan.sizes)]
     out += [Point(family, name, m=m, x=x, shape=shape) for family, name, m, x, shape in conv_points(plan, device)]
     for b, h, s, d in plan.attention_shapes:
         q = (b, h, s, d)
@@ -451,6 +447,10 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
     if point.family in LAYER_FAMILIES:
         return layer_step(point.family, point.shape, device)
+    if point.family == SHORT_ROWS:
+        return short_row_step(point.name, point.shape, device)
+    if point.family == BATCHED:
+        return batched_step(point.name, point.shape, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED):

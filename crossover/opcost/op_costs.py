@@ -43,10 +43,12 @@ from typing import Mapping, Optional
 from .activations import activation_curve, uncovered_warning
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
+from .batched_products import BMM_MATRIX, batched_matrices
 from .conv_primitives import TRANSPOSED, is_transposed
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
+from .short_rows import SHORT_ROWS, over_row_length
 from .streaming import in_stream
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
@@ -382,7 +384,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             return narrow(dims[0], dims[1] / n * NARROW_N)
         grid = profile.grids.get("matmul_cold") if cold and "bmm" not in name else None
         grid = grid or profile.grids.get("matmul")
-        return None if dims is None or grid is None else grid(*dims)
+        per_matrix = batched_matrices(row) * profile.overhead(BMM_MATRIX) if profile.device == "cpu" else 0.0
+        return None if dims is None or grid is None else grid(*dims) + per_matrix
     if family in ("conv", "conv_backward", "conv1d") and sized_grids(profile, family):
         dims = conv_dims(row)
         if dims is None:
@@ -468,6 +471,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
     if family == "adaptive_pool" and seconds is not None and SHORT_PLANES in profile.curves:
         seconds = over_plane_length(row, seconds, _curve_time(profile, SHORT_PLANES, row, name, cold))
+    if family == "reduction" and seconds is not None and SHORT_ROWS in profile.curves:  # a softmax's short rows
+        seconds = over_row_length(row, seconds, _curve_time(profile, SHORT_ROWS, row, name, cold))
     if seconds is None:
         seconds = _generic(profile, row)
         warning = (f"no calibration covers {row.get('op', name)} (kind {row.get('kind', 'other')}): predicted from "

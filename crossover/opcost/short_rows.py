@@ -1,0 +1,81 @@
+"""Row-wise normalisations over short rows: softmax and layer norm timed on rows of :data:`SHORT_ROW`
+elements beside the plan's rows of 256 (pure planning and costing; torch only inside the steps).
+
+A softmax or layer norm pays per row as well as per element: over rows of 16 (attention scores of 16
+tokens) it costs several times what the curve of 256-element rows says for its bytes. On the 2-core VM
+at one thread an attention block's softmax over 512 × 4 × 16 rows of 16 took 445 µs under the profiler
+against 82 µs from that curve, its layer norm over 8192 rows of 64 270 µs against 84
+(``experiments/zoo_unseen/attention_pool.py``, the first out-of-sample sittings, ``bench_zoo_unseen_p1_*``).
+The calibration times both ops over rows of 16 (family :data:`SHORT_ROWS`, its own curve of seconds
+against the bytes the trace counts); a row is costed between the two curves, geometrically by where its
+row length lies between 16 and 256 in log scale (:func:`over_row_length`), held at the nearer outside.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping
+
+__all__ = ["SHORT_ROWS", "SHORT_ROW", "LONG_ROW", "ROW_OPS", "short_row_points", "short_row_step", "row_length",
+           "over_row_length"]
+
+#: The family of the short-row primitives (CPU only), and its rows' length; the plan's other row-wise
+#: primitives (``reduction``) have rows of :data:`LONG_ROW`.
+SHORT_ROWS = "reduction_short"
+SHORT_ROW = 16
+LONG_ROW = 256
+#: The forward ops a row is costed between the two curves for (their trace names), and the primitives.
+ROW_OPS = ("_softmax", "_log_softmax", "native_layer_norm")
+_PRIMITIVES = ("softmax", "layer_norm")
+
+
+def _bytes(name: str, n: int) -> float:
+    """Bytes the trace counts for a primitive over ``n`` float32 elements in rows of :data:`SHORT_ROW`:
+    the input and output, a layer norm's weight and bias and its per-row mean and inverse deviation."""
+    rows = max(n // SHORT_ROW, 1)
+    return 4.0 * (2 * n + (2 * SHORT_ROW + 2 * rows if name == "layer_norm" else 0))
+
+
+def short_row_points(sizes) -> list:
+    """``(family, name, n, x, shape)`` of each primitive at each element count of ``sizes``."""
+    return [(SHORT_ROWS, name, n, _bytes(name, n), (max(n // SHORT_ROW, 1), SHORT_ROW))
+            for name in _PRIMITIVES for n in sizes]
+
+
+def short_row_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """One call of the primitive ``name`` over a ``shape`` tensor (inputs made now, reused every call)."""
+    import torch
+
+    a = torch.randn(shape, device=device)
+    if name == "softmax":
+        return lambda: torch.softmax(a, -1)
+    if name == "layer_norm":
+        w, b = torch.ones(shape[-1], device=device), torch.zeros(shape[-1], device=device)
+        return lambda: torch.layer_norm(a, shape[-1:], w, b)
+    raise ValueError(f"unknown short-row primitive {name!r}")
+
+
+def row_length(row: Mapping) -> int:
+    """The length of the rows a softmax or layer norm row normalises: its input's last dimension (a layer
+    norm over several trailing dimensions normalises their product: its weight's elements); 0 when the
+    row is none of :data:`ROW_OPS`."""
+    op = str(row.get("op", "")).split(".")
+    name = op[1] if len(op) > 1 and op[0] == "aten" else op[0]
+    shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
+    if name not in ROW_OPS or not shapes or not shapes[0]:
+        return 0
+    if name == "native_layer_norm" and len(shapes) > 1 and shapes[1]:
+        return math.prod(shapes[1])
+    return int(shapes[0][-1])
+
+
+def over_row_length(row: Mapping, long_s: float, short_s: float) -> float:
+    """A softmax or layer norm row's seconds between its cost on the curve of rows of :data:`LONG_ROW`
+    (``long_s``) and on that of rows of :data:`SHORT_ROW` (``short_s``), geometrically by where its row
+    length lies between them in log scale; ``long_s`` for other rows."""
+    from .profiles import log_between
+
+    length = row_length(row)
+    if length <= 0 or long_s <= 0 or short_s <= 0:
+        return long_s
+    return log_between(length, SHORT_ROW, LONG_ROW, short_s, long_s)
