@@ -24,12 +24,12 @@ from crossover.results.store import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-#: Seconds of a job's fixed steps, measured: calibration --quick 85.3 s on the 2-core VM (docs/fleet.md), 77.6 s
+#: Seconds of a job's fixed steps, measured: calibration --quick 91.1 s on the 2-core VM (docs/fleet.md), 77.6 s
 #: (CPU) and 45.7 s (CUDA) on the H200's node (its README); the noise floor's default protocol, 3
 #: windows of about 30 s with 10 s pauses (``crossover noise --help``); peaks about 10 s (docs/fleet.md); five
 #: ``python -m crossover`` starts of about 2.3 s each (the VM).
 FIXED_S = {
-    "2-core CPU VM": {"calibrate": 85.3, "noise": 110.0, "peaks": 10.0, "starts": 5 * 2.3},
+    "2-core CPU VM": {"calibrate": 91.1, "noise": 110.0, "peaks": 10.0, "starts": 5 * 2.3},
     "GPU node": {"calibrate": 77.6 + 45.7, "noise": 110.0, "peaks": 10.0, "starts": 5 * 2.3},
 }
 #: (suite, devices, machine kind, the shipped runs whose seconds per measurement stand for it)

@@ -2,9 +2,9 @@
 
 A CPU calibration's elementwise curve is timed on ``add`` and ``relu``, which move bytes and compute next
 to nothing. An activation that evaluates a transcendental function per element computes far more: on
-the 2-core VM at one thread, per element over 2^20 elements, ReLU took 0.09 ns, sigmoid and SiLU 0.2-0.3,
-the exact GELU 0.23, ELU 0.8, softplus 1.0, tanh 2.1 and mish 3.0 (over 2^12 elements GELU 1.5 and ReLU
-0.4, a call's fixed cost spread); their backward kernels 0.1 (tanh, sigmoid) to 0.42 (GELU) and 3.4
+the 2-core VM at one thread, per element over 2^20 elements, ReLU took 0.07 ns, sigmoid and SiLU 0.21,
+the exact GELU 0.24, ELU 0.85, softplus 1.05, tanh 2.1 and mish 3.05 (over 2^12 elements GELU 1.6 and ReLU
+0.4, a call's fixed cost spread); their backward kernels 0.11 (tanh, sigmoid) to 0.43 (GELU) and 3.4
 (mish) (``experiments/bench_costly_ops.py``, its log in ``experiments/results/amd-epyc-2c/logs``). Costed
 as a ReLU of their bytes, a model of three residual blocks with tanh read 31% under at batch 512
 (its tanh 854 µs against 24 predicted), an MLP with GELU 29% under at batch 1.

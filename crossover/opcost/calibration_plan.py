@@ -111,7 +111,7 @@ class Plan:
 _CONV = ((1, 8, 5), (3, 16, 3), (6, 16, 5), (16, 32, 3), (32, 64, 3), (64, 128, 3))
 _ALL_ELEMENTWISE = ("add", "mul", "relu", "clone", "bernoulli")
 _ALL_REDUCTION = ("sum", "softmax", "layer_norm", "max_pool2d", "max_pool2d_backward")
-#: ``quick``: about 85 s on the 2-core VM at two threads. ``full``: denser grids, 30 rounds, about 10 minutes. ``smoke``: seconds,
+#: ``quick``: about 91 s on the 2-core VM at two threads. ``full``: denser grids, 30 rounds, about 10 minutes. ``smoke``: seconds,
 #: for checking an installation (too coarse to predict with).
 PLANS = {
     "full": Plan("full", 30, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),

@@ -39,7 +39,7 @@ CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
 #: The family of the strided native convolutions (CPU only): one image of ``STRIDED_SIDE`` at stride 2
 #: for each ``(C_in, C_out, k)`` of ``STRIDED_CHANNELS``, whose output (16 × 16) is a side the native grid
 #: has. PyTorch's native path unfolds a strided input element by element: on the 2-core VM at one thread
-#: a stride-2 convolution took 1.5-1.8 times the stride-1 one of the same output, 0.66-0.74 ns more for
+#: a stride-2 convolution took 1.4-1.8 times the stride-1 one of the same output, 0.68-0.70 ns more for
 #: each element of its unfolded input (four shapes, 3 to 32 input channels: bench_costly_ops.py).
 STRIDED = "conv_strided"
 STRIDED_CHANNELS = ((3, 16, 3), (16, 32, 3), (32, 64, 3))
