@@ -2,9 +2,10 @@
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
 # Within the device tool's 10-minute command limit: each stage has its own limit, below, 590 s in all (the
-# H100 runs of 2026-11-26 took 443, 486 and 507 s; the one-thread calibration, 111 s alone, sets its limit, with
-# room for the LSTM, transposed-convolution, short-row and batched-product primitives added since, which made the
-# quick calibration 9-10% longer on the 2-core VM; the third run's paired suite stopped 8 rows short at 120 s), which leaves a 15-minute lease a few minutes for a
+# H100 runs of 2026-11-26 took 443, 486 and 507 s; the one-thread calibration, 111 s alone, sets its limit: the
+# LSTM, transposed-convolution, short-row and batched-product primitives added since made the quick calibration
+# 9-10% longer on the 2-core VM, so it runs 7 rounds, not 8; the third run's paired suite stopped 8 rows short at
+# 120 s), which leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -60,7 +61,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 115 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
+    stage paired 125 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"
@@ -79,12 +80,12 @@ pack profiles.tgz profiles
 # rounds per device (the devices' rounds in turn; measured model by model, the zoo's launch-bound GPU steps
 # moved up to 2.5x between visits where the calibration's reference forward steps moved 1.2x queued, 1.5x
 # synchronised).
-stage zoo 41 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
+stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 129 $PY -m crossover calibrate --device cpu --quick --threads 1 --out "$work/profiles-1t/cpu"
+stage calibrate-cpu-1t 125 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
 stage zoo-cpu-1t 39 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from crossover.opcost.calibrate import build_profile, read_calibration, run_calibration
-from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES, PLANS, llc_bytes, make_step, points
+from crossover.measurement.environment import llc_bytes
+from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES, PLANS, make_step, points
 from crossover.opcost.profiles import load_profile
 from test_cli import assert_clean_error
 

@@ -40,7 +40,8 @@ def test_the_lstm_terms_are_fitted_on_the_lstm_primitives():
     assert len({t for _, t, _ in shapes}) == 2 and len(shapes) > len(CPU_LSTM_TERMS) + 1
     cells = [(b, t, h, _lstm_seconds(b, t, h, h)) for b, t, h in shapes]
     assert fit_cpu_recurrent(cells, **LSTM_FIT) == pytest.approx(LSTM, rel=1e-6)
-    assert fit_cpu_recurrent(cells) != pytest.approx(LSTM, rel=0.01)  # the GRU's form reads other terms
+    as_gru = fit_cpu_recurrent(cells, gates=3, terms=CPU_LSTM_TERMS, call=CPU_LSTM_CALL)  # three gates' features
+    assert set(as_gru) == set(LSTM) and as_gru != pytest.approx(LSTM, rel=0.01)
 
 
 def test_the_plan_times_the_lstm_on_a_cpu_and_its_step_runs():
@@ -66,3 +67,16 @@ def test_a_cpu_lstm_is_costed_on_its_own_terms_and_without_them_warns():
     gru_loop = cpu_recurrent_seconds(GRU, 64, 24, 32, 64, 4, CPU_RNN_TERMS)
     assert row["latency_s"] == pytest.approx(gru_loop + row["overhead_s"], rel=1e-6)
     assert LSTM_WARNING in row["warnings"]
+
+
+def test_a_gpu_lstm_counts_every_time_step_too():
+    """The trace of an LSTM is the CPU's (one oneDNN op): a GPU's fused call is costed over all its steps."""
+    from crossover.opcost.profiles import Curve
+
+    model = nn.LSTM(32, 64, batch_first=True)
+    base = synthetic_profile("cuda")
+    gpu = dataclasses.replace(base, curves={**base.curves, "rnn": Curve((1e3, 1e9), (10 * US, 1e-3))})
+    rows = [predict_module(model, sample_shape=(steps, 32), batch_sizes=(8,), profiles=[gpu], warn=False).iloc[0]
+            for steps in (4, 64)]
+    curve = gpu.curves["rnn"]
+    assert [r["device_s"] for r in rows] == pytest.approx([curve.affine(gru_flops(8, t, 32, 64, 4)) for t in (4, 64)])

@@ -67,3 +67,31 @@ def test_without_the_grid_a_transposed_row_is_costed_as_before_and_warns():
     assert untimed.family != TRANSPOSED and "transposed" in untimed.warning
     _, backward = _row(16, 8, 2, TRANSPOSED_SIDE, batch=8, workload="train")[:2]
     assert "transposed" in op_cost(timed, backward).warning  # its gradients: not timed
+
+
+def test_a_transposed_convolution_to_one_channel_is_not_depthwise():
+    """Its weight is C_in × C_out/groups × k × k: one output channel reads as one input channel per group."""
+    from crossover.opcost.layer_primitives import layer_family
+
+    (last,) = _row(8, 1, 2, 14)
+    assert layer_family(last, "convolution", inference=True) is None
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((64.0, 4096.0), (16.0, 8192.0), ((5 * US, 50 * US), (500 * US, 5000 * US)))
+    timed = dataclasses.replace(base, grids={**base.grids, f"{TRANSPOSED}@{TRANSPOSED_SIDE}": grid})
+    assert op_cost(timed, last).family == TRANSPOSED
+    assert "transposed" in op_cost(base, last).warning
+
+
+def test_only_2d_transposed_convolutions_take_the_grid():
+    from crossover.opcost.conv_primitives import on_transposed_grid
+
+    table, _ = trace_step(nn.ConvTranspose1d(8, 4, 2, stride=2), (8, 32), 2, "forward")
+    (one_d,) = [r for r in table.to_dict("records") if "convolution" in r["op"]]
+    table, _ = trace_step(nn.ConvTranspose2d(8, 8, 2, stride=2, groups=2), (8, 8, 8), 2, "forward")
+    (grouped,) = [r for r in table.to_dict("records") if "convolution" in r["op"]]
+    (plain,) = _row(8, 4, 2, 8)
+    assert on_transposed_grid(plain) and not on_transposed_grid(one_d) and not on_transposed_grid(grouped)
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((64.0, 4096.0), (16.0, 8192.0), ((5 * US, 50 * US), (500 * US, 5000 * US)))
+    timed = dataclasses.replace(base, grids={**base.grids, f"{TRANSPOSED}@{TRANSPOSED_SIDE}": grid})
+    assert op_cost(timed, one_d).family != TRANSPOSED and "transposed" in op_cost(timed, one_d).warning

@@ -73,9 +73,9 @@ def fit_bmm_matrix_s(families) -> float:
 def batched_matrices(row: Mapping) -> int:
     """The matrices of a traced ``bmm`` or ``baddbmm`` row's batch (its output's leading dimensions);
     0 for other rows."""
-    op = str(row.get("op", "")).split(".")
-    name = op[1] if len(op) > 1 and op[0] == "aten" else op[0]
+    from .trace import op_name
+
     outputs = row.get("output_shapes") or ()
-    if name not in ("bmm", "baddbmm") or not outputs or len(tuple(outputs[0])) < 3:
+    if op_name(row.get("op", "")) not in ("bmm", "baddbmm") or not outputs or len(tuple(outputs[0])) < 3:
         return 0
     return math.prod(tuple(outputs[0])[:-2])

@@ -51,8 +51,9 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from .activations import ACTIVATION_FAMILY, curve_name
-from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, llc_bytes,
-                               SYNCED_MODEL, fresh_buffers, make_step, points, private_cache_bytes, reference_point)
+from ..measurement.environment import llc_bytes, private_cache_bytes
+from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, SYNCED_MODEL, fresh_buffers,
+                               make_step, points, reference_point)
 from ..errors import ConfigError
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .composition import with_composition

@@ -21,18 +21,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..measurement.environment import llc_bytes, private_cache_bytes  # noqa: F401 (re-exported)
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
 from .batched_products import BATCHED, batched_points, batched_step
-from .short_rows import SHORT_ROWS, short_row_points, short_row_step
+from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 
-__all__ = ["Plan", "Point", "PLANS", "points", "make_step", "llc_bytes", "private_cache_bytes", "REFERENCE",
+__all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE",
            "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
            "REFERENCE_MODELS", "reference_model"]
 
@@ -43,7 +42,7 @@ SGD_PARAMS = (1, 16)
 #: largest mmap threshold, so mapped and faulted in at every call) against filling one kept.
 FRESH_PROBE_BYTES = 40 * 2**20
 #: Features of the rows normalised by layer_norm/softmax/sum in the reduction primitives.
-_ROW = 256
+_ROW = LONG_ROW  # the reduction primitives' rows (short_rows has their short kin)
 
 
 @dataclass(frozen=True)
@@ -191,9 +190,9 @@ def _reduction_shape(name: str, n: int) -> tuple:
 
 def _bytes(name: str, n: int) -> float:
     """Bytes the trace counts for the primitive on ``n`` float32 elements (inputs + outputs)."""
-    rows = max(n // _ROW, 1)
     return 4.0 * {"add": 3 * n, "mul": 3 * n, "relu": 2 * n, "clone": 2 * n, "bernoulli": 2 * n,
-                  "sum": n + _ROW, "softmax": 2 * n, "layer_norm": 2 * n + 2 * _ROW + 2 * rows,
+                  "sum": n + _ROW, "softmax": row_op_bytes("softmax", n, _ROW) / 4,
+                  "layer_norm": row_op_bytes("layer_norm", n, _ROW) / 4,
                   "max_pool2d": n + n // 4 + 2 * (n // 4),  # values and int64 indices
                   "max_pool2d_backward": n // 4 + n + 2 * (n // 4) + n}[name]  # grad, input, indices -> grad
 

@@ -11,6 +11,7 @@ import math
 from typing import Mapping, Optional
 
 from .profiles import Profile, log_between
+from .trace import row_args
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
            "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning"]
@@ -120,8 +121,7 @@ def strided_unfold_elements(row: Mapping) -> float:
     if "backward" in str(row.get("op", "")):
         return 0.0
     x, w, out = conv_operands(row)
-    args = row.get("args") if isinstance(row.get("args"), Mapping) else {}
-    dilated = any(d > 1 for d in args.get("dilation") or ())
+    dilated = any(d > 1 for d in row_args(row).get("dilation") or ())
     if x is None or not (dilated or is_strided(x, w, out)):
         return 0.0
     return float(x[0] * w[1] * w[2] * w[3] * out[2] * out[3])
@@ -129,12 +129,13 @@ def strided_unfold_elements(row: Mapping) -> float:
 
 def uncalibrated_conv_warning(row: Mapping) -> str:
     """A warning for a convolution no calibration primitive times, or ``""``: a transposed one (an
-    upsampling decoder's; where the profile has no transposed grid, or its gradients) or a dilated one's
-    gradients, costed on the grids of the ordinary convolution of the same shapes. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
+    upsampling decoder's; the caller costs a 2-D forward one on a profile's transposed grid instead, where
+    it has one) or a dilated one's gradients, costed on the grids of the ordinary convolution of the same
+    shapes. On either device: a GPU calibration times neither. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
     autoencoder's transposed convolutions at a quarter of their measured time at batch 512 and a dilated
     1-D CNN's at half at batch 1 (``bench_zoo_unseen_p1_*``)."""
-    conv = row.get("args")
-    if not isinstance(conv, Mapping) or "transposed" not in conv:
+    conv = row_args(row)
+    if "transposed" not in conv:
         return ""
     backward = "backward" in str(row.get("op", ""))  # a dilated forward one: see strided_unfold_elements
     what = ("transposed" if conv.get("transposed")

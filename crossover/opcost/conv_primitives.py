@@ -23,7 +23,7 @@ from typing import Callable
 __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH", "CONV1D_BATCHES", "conv_points",
            "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
-           "TRANSPOSED_GRID", "is_transposed"]
+           "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -64,8 +64,19 @@ TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 
 def is_transposed(row) -> bool:
     """Whether a traced convolution row is a transposed one (its ``args``, see :mod:`crossover.opcost.trace`)."""
-    args = row.get("args")
-    return isinstance(args, dict) and bool(args.get("transposed"))
+    from .trace import row_args
+
+    return bool(row_args(row).get("transposed"))
+
+
+def on_transposed_grid(row) -> bool:
+    """Whether a transposed convolution row is of the kind the :data:`TRANSPOSED` grid times: 2-D (a 4-D
+    input), one group, forward. Others (1-D, 3-D, grouped, their gradients) stay uncalibrated."""
+    from .trace import row_args
+
+    shapes = row.get("input_shapes") or ()
+    return (is_transposed(row) and "backward" not in str(row.get("op", "")) and len(shapes) > 0
+            and len(tuple(shapes[0])) == 4 and int(row_args(row).get("groups", 1)) == 1)
 
 
 def fit_strided_column_s(families) -> float:

@@ -85,8 +85,9 @@ RNN_WARNING = ("cuDNN's fused recurrent op (_cudnn_rnn) is not calibrated (a cal
 
 def fused_recurrent_row(rows, module, path: str, batch_size: int):
     """What a GPU runs for ``module`` (an ``nn.GRU``, ``nn.LSTM`` or ``nn.RNN``) in a forward pass: one
-    ``_cudnn_rnn`` call, in place of the per-time-step ops ``rows`` trace (PyTorch's CPU path: each
-    step's products and gates as separate ops). None when ``rows`` hold none of the module's ops."""
+    ``_cudnn_rnn`` call, in place of the ops ``rows`` trace for it on the CPU (a GRU's C++ loop: each
+    step's products and gates as separate ops; a float LSTM: oneDNN's one layer op). A CPU profile with
+    recurrent primitives costs the row whole too. None when ``rows`` hold none of the module's ops."""
     own = [r for r in rows if r.get("module") == path and r.get("phase", "forward") == "forward"]
     if not own:
         return None
@@ -253,9 +254,11 @@ def costs_recurrent_whole(profile: Profile) -> bool:
 
 
 def recurrent_cost(profile: Profile, row: Mapping) -> dict:
-    """A fused recurrent op on a GPU (:func:`fused_recurrent_row`): ``host_s``, ``device_s``, ``floor_s``,
-    ``launches``, ``warning`` (non-empty without the calibration's ``rnn`` curve) and ``compute_s``
-    (the fields of :class:`crossover.opcost.op_costs.OpCost`, family ``rnn``)."""
+    """A recurrent layer costed whole (:func:`fused_recurrent_row`): on a CPU from the fitted step terms
+    (the LSTM's own where the profile has them), else its curve; on a GPU cuDNN's call from its curve,
+    else its products. Returns ``host_s``, ``device_s``, ``floor_s``, ``launches``, ``warning`` (an
+    uncalibrated GPU layer's, or an LSTM costed on the GRU's primitives) and ``compute_s`` (the fields of
+    :class:`crossover.opcost.op_costs.OpCost`, family ``rnn``)."""
     r = row["rnn"]
     layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
     curve = profile.curves.get("rnn")
@@ -276,8 +279,8 @@ def recurrent_cost(profile: Profile, row: Mapping) -> dict:
         flops = [gru_flops(r["batch"], CPU_RNN_STEPS, width, r["hidden"], r["gates"]) for width in layers]
         host = r["directions"] * per_length * sum(curve(f) for f in flops)
         floor = min(host, curve.time_s[0])
-        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"], warning="",
-                    compute_s=host - floor)
+        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=row["launches"],
+                    warning=LSTM_WARNING if r["gates"] == 4 else "", compute_s=host - floor)
     if curve is not None:  # calibrated: cuDNN's GRU timed whole (host floor and kernels), per layer and direction
         flops = [gru_flops(r["batch"], r["steps"], width, r["hidden"], r["gates"]) for width in layers]
         device = r["directions"] * sum(curve.affine(f) for f in flops)  # three shapes far apart: affine between

@@ -49,7 +49,8 @@ from typing import Optional, Sequence
 from ..crossings import log_crossings
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
 from .layer_primitives import layer_family
-from .op_costs import fresh_bytes, op_cost, op_name
+from .op_costs import fresh_bytes, op_cost
+from .trace import op_name
 from .profiles import Profile, load_profiles
 from ..units import format_seconds
 
@@ -205,7 +206,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         if cost.launches:
             phase_ops[row.get("phase", "forward")] += 1
         costs.append((time_s, row, cost))
-        uncovered += time_s if cost.warning else 0.0
+        uncovered += time_s if cost.warning and not on_gpu else 0.0
         if cost.warning and cost.warning not in warnings:
             warnings.append(cost.warning)
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
@@ -259,8 +260,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
 
 
 #: How far the cost of an op no calibration primitive covers (its cost carries a warning) may lie from
-#: the truth, either way: a step's interval widens by that op's time times this less one above and one
-#: less its inverse below. On the 2-core VM the uncovered ops of the out-of-sample sittings measured
+#: the truth, either way: a CPU step's interval widens by that op's time times this less one above and
+#: one less its inverse below (a GPU's keeps its width: no GPU evidence sizes the factor). On the 2-core VM the uncovered ops of the out-of-sample sittings measured
 #: 3.5-35 times their cost under the profiler (tanh, GELU, an LSTM, transposed and dilated convolutions:
 #: ``bench_costly_ops.log``, ``bench_zoo_unseen_p1_*``); 4 covers the milder half and keeps an interval
 #: that still says something.

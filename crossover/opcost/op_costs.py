@@ -44,12 +44,13 @@ from .activations import activation_curve, uncovered_warning
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import TRANSPOSED, is_transposed
+from .conv_primitives import TRANSPOSED, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
 from .short_rows import SHORT_ROWS, over_row_length
 from .streaming import in_stream
+from .trace import op_name, row_args
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
@@ -128,12 +129,6 @@ def _prod(shape) -> int:
     for n in shape:
         out *= int(n)
     return out
-
-
-def op_name(op: str) -> str:
-    """``"aten.addmm.default"`` → ``"addmm"``."""
-    parts = str(op).split(".")
-    return parts[1] if len(parts) >= 3 else parts[-1]
 
 
 def matmul_dims(row: Mapping) -> tuple:
@@ -287,7 +282,7 @@ def _fused_rows(name: str, row: Mapping):
     when its shapes are not understood."""
     shapes = [tuple(s) for s in row.get("input_shapes") or ()]
     e = _element_size(row)
-    heads = (row.get("args") or {}).get("heads") if isinstance(row.get("args"), Mapping) else None
+    heads = row_args(row).get("heads")
     if name == "_transformer_encoder_layer_fwd" and len(shapes) >= 13 and len(shapes[0]) == 3:
         b, s, d = shapes[0]
         f = shapes[9][0]
@@ -457,7 +452,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
-    if family == "conv" and is_transposed(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
+    if family == "conv" and on_transposed_grid(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
         family = TRANSPOSED
     elif family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
         family = "conv1d"

@@ -17,10 +17,11 @@ import math
 from typing import Callable, Mapping
 
 __all__ = ["SHORT_ROWS", "SHORT_ROW", "LONG_ROW", "ROW_OPS", "short_row_points", "short_row_step", "row_length",
-           "over_row_length"]
+           "over_row_length", "row_op_bytes"]
 
 #: The family of the short-row primitives (CPU only), and its rows' length; the plan's other row-wise
-#: primitives (``reduction``) have rows of :data:`LONG_ROW`.
+#: primitives (``reduction``: sum, softmax, layer norm) have rows of :data:`LONG_ROW`, the one home of
+#: that length (``crossover.opcost.calibration_plan`` reads it).
 SHORT_ROWS = "reduction_short"
 SHORT_ROW = 16
 LONG_ROW = 256
@@ -29,11 +30,12 @@ ROW_OPS = ("_softmax", "_log_softmax", "native_layer_norm")
 _PRIMITIVES = ("softmax", "layer_norm")
 
 
-def _bytes(name: str, n: int) -> float:
-    """Bytes the trace counts for a primitive over ``n`` float32 elements in rows of :data:`SHORT_ROW`:
-    the input and output, a layer norm's weight and bias and its per-row mean and inverse deviation."""
-    rows = max(n // SHORT_ROW, 1)
-    return 4.0 * (2 * n + (2 * SHORT_ROW + 2 * rows if name == "layer_norm" else 0))
+def row_op_bytes(name: str, n: int, length: int) -> float:
+    """Bytes the trace counts for a softmax or layer norm over ``n`` float32 elements in rows of
+    ``length``: the input and output, a layer norm's weight and bias and its per-row mean and inverse
+    deviation (the plan's row-wise primitives, short and long, are counted so)."""
+    rows = max(n // length, 1)
+    return 4.0 * (2 * n + (2 * length + 2 * rows if name == "layer_norm" else 0))
 
 
 #: The most elements a short-row primitive is timed over: past it the curve runs on at its last rate (the
@@ -44,7 +46,7 @@ MAX_ELEMENTS = 2**20
 def short_row_points(sizes) -> list:
     """``(family, name, n, x, shape)`` of each primitive at each element count of ``sizes`` up to
     :data:`MAX_ELEMENTS`."""
-    return [(SHORT_ROWS, name, n, _bytes(name, n), (max(n // SHORT_ROW, 1), SHORT_ROW))
+    return [(SHORT_ROWS, name, n, row_op_bytes(name, n, SHORT_ROW), (max(n // SHORT_ROW, 1), SHORT_ROW))
             for name in _PRIMITIVES for n in sizes if n <= MAX_ELEMENTS]
 
 
@@ -65,8 +67,9 @@ def row_length(row: Mapping) -> int:
     """The length of the rows a softmax or layer norm row normalises: its input's last dimension (a layer
     norm over several trailing dimensions normalises their product: its weight's elements); 0 when the
     row is none of :data:`ROW_OPS`."""
-    op = str(row.get("op", "")).split(".")
-    name = op[1] if len(op) > 1 and op[0] == "aten" else op[0]
+    from .trace import op_name
+
+    name = op_name(row.get("op", ""))
     shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
     if name not in ROW_OPS or not shapes or not shapes[0]:
         return 0

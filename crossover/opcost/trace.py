@@ -50,7 +50,7 @@ from typing import Optional
 
 from ..errors import TraceError
 
-__all__ = ["trace_module", "trace_batches", "KINDS", "PHASES", "COLUMNS", "op_kind"]
+__all__ = ["trace_module", "trace_batches", "KINDS", "PHASES", "COLUMNS", "op_kind", "row_args", "op_name"]
 
 #: The coarse classes of the ``kind`` column.
 KINDS = ("matmul", "conv", "attention", "elementwise", "reduction", "view", "copy", "optimizer", "other")
@@ -234,6 +234,19 @@ def _recorder(modules: _ModuleStack):
             })
 
     return Recorder()
+
+
+def row_args(row) -> dict:
+    """A trace row's ``args`` (see the module docstring), ``{}`` where it has none (another op, or a row
+    from a trace older than the column)."""
+    args = row.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def op_name(op: str) -> str:
+    """``"aten.addmm.default"`` → ``"addmm"``."""
+    parts = str(op).split(".")
+    return parts[1] if len(parts) >= 3 else parts[-1]
 
 
 def _op_args(name: str, args) -> Optional[dict]:

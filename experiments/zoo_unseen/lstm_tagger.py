@@ -1,7 +1,7 @@
 """A sequence classifier: ``nn.Embedding`` (2,000 words × 32) over 24 token ids, one ``nn.LSTM`` layer of
 64 hidden units, and a ``Linear`` to 5 classes from the last step's output.
 
-An LSTM: the calibration times GRU primitives only. Written for the out-of-sample check of the
+An LSTM: when it was written the calibration timed GRU primitives only. Written for the out-of-sample check of the
 own-model method (#27); fixed before it was first measured.
 
     crossover predict --model experiments/zoo_unseen/lstm_tagger.py:model --input-shape 24 --input-dtype long --batch-size 1,8,64,512
