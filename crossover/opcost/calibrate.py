@@ -55,6 +55,7 @@ from ..measurement.environment import llc_bytes, private_cache_bytes
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, SYNCED_MODEL, fresh_buffers,
                                make_step, points, reference_point)
 from ..errors import ConfigError
+from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .composition import with_composition
 from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
@@ -445,7 +446,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
+                      ATTENTION_BACKWARD):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
@@ -453,6 +455,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
                                    [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])
+    if device == "cpu":  # attention per (batch, head) pair, forward and backward
+        curves.update(head_curves(families))
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell

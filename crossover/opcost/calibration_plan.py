@@ -24,6 +24,7 @@ from typing import Callable
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
+from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, backward_step
 from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
@@ -119,12 +120,13 @@ PLANS = {
                  tuple(2**k for k in range(10, 25)), _ALL_ELEMENTWISE, _ALL_REDUCTION,
                  _CONV + ((8, 32, 5), (128, 128, 3)),
                  (1, 2, 4, 8, 16, 32, 64),
-                 tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 8, 128, 32), (1, 16, 512, 64))),
+                 tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 8, 128, 32), (1, 16, 512, 64),
+                                                                                 (8, 4, 16, 16), (64, 4, 16, 16))),
     "quick": Plan("quick", 8, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (16, 32, 64, 128, 192, 256, 384, 512, 768, 1024),
                   (64, 128, 256, 512, 1024), ((784, 128), (128, 784), (256, 1024), (1024, 256)), (1, 64),
                   tuple(2**k for k in range(10, 25, 2)), ("add", "relu", "clone", "bernoulli"), _ALL_REDUCTION, _CONV,
                   (1, 4, 16, 64),
-                  tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)),
+                  tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 4, 16, 16), (64, 4, 16, 16)),
                   outer_k=(1, 4, 16, 64), outer_mn=(64, 256, 1024)),
     "smoke": Plan("smoke", 2, TimerOptions(warmup_s=0.0, min_warmup_calls=1, min_repeats=2, min_run_time_s=0.001,
                                            max_run_time_s=0.001, target_rel_ci=0.0, min_block_s=0.0005),
@@ -275,6 +277,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
     for b, h, s, d in plan.attention_shapes:
         q = (b, h, s, d)
         out.append(Point("attention", "sdpa", x=attention_flops("sdpa", (q, q, q)), shape=q))
+    if device == "cpu":  # the same shapes forward and backward: the per-head backward curve
+        out += [Point(family, name, x=x, shape=shape) for family, name, x, shape in backward_points(plan)]
     for (name, batch), workload in itertools.product(plan.reference_models, ("forward", "train")):
         out.append(Point("model", f"{name}/{workload}", m=batch, shape=(batch, *REFERENCE_MODELS[name])))
     if device == "cuda":
@@ -446,6 +450,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return _matmul_step(point, device, llc, pool_factor, {} if cache is None else cache)
     if point.family in LAYER_FAMILIES:
         return layer_step(point.family, point.shape, device)
+    if point.family == ATTENTION_BACKWARD:
+        return backward_step(point.shape, device)
     if point.family == SHORT_ROWS:
         return short_row_step(point.name, point.shape, device)
     if point.family == BATCHED:

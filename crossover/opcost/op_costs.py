@@ -43,6 +43,7 @@ from typing import Mapping, Optional
 from .activations import activation_curve, uncovered_warning
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
+from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
 from .conv_primitives import TRANSPOSED, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
@@ -398,6 +399,9 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     if family in ("conv", "conv_backward", "attention"):
         x = (attention_flops(name, row.get("input_shapes") or ()) if family == "attention"
              else float(row.get("flops") or 0))
+        per_head = head_seconds(profile, row, x) if family == "attention" else None  # a CPU's, per (batch, head)
+        if per_head is not None:
+            return per_head
         curve = profile.curves.get(family)
         if curve is None and family == "conv_backward" and "conv" in profile.curves:
             curve, x = profile.curves["conv"], 2 * x  # a backward pass ~ two forward convolutions
