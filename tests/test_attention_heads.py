@@ -60,12 +60,16 @@ def test_a_call_is_costed_per_pair_with_the_flop_curve_as_its_floor():
 
 def test_the_plan_times_attention_backward_on_a_cpu_and_its_step_runs():
     cpu = [p for p in points(PLANS["quick"]) if p.family == BACKWARD]
-    assert [p.shape for p in cpu] == [tuple(q) for q in PLANS["quick"].attention_shapes]
+    from crossover.opcost.attention_heads import MAX_BACKWARD_FLOPS
+
+    shapes = [tuple(q) for q in PLANS["quick"].attention_shapes]
+    assert [p.shape for p in cpu] == [q for q in shapes if attention_flops("sdpa", (q, q, q)) <= MAX_BACKWARD_FLOPS]
+    assert len(cpu) == len(shapes) - 1  # the largest left out
     assert any(q[0] * q[1] >= MIN_PAIRS and q[3] == 16 for q in PLANS["quick"].attention_shapes)
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family == BACKWARD]
     grads = backward_step((2, 2, 8, 4))()
     assert [tuple(g.shape) for g in grads] == [(2, 2, 8, 4)] * 3
-    assert len(backward_points(PLANS["quick"])) == len(PLANS["quick"].attention_shapes)
+    assert len(backward_points(PLANS["quick"])) == len(cpu)
 
 
 def test_a_training_step_of_attention_takes_the_per_pair_curves():

@@ -40,9 +40,17 @@ def _pair_flops(shape) -> float:
     return 2.0 * length * length * 2 * size
 
 
+#: The most forward FLOPs a forward-and-backward primitive is timed at: the quick plan's 64 × 4 heads of
+#: 256 × 64 (4.3 GFLOP) would add 2.4 s to a one-thread calibration on the 2-core VM; past the largest
+#: timed, the backward curve runs on at its last rate.
+MAX_BACKWARD_FLOPS = 2.0**30
+
+
 def backward_points(plan) -> list:
-    """``(family, name, x, shape)`` of the forward-and-backward primitives: the plan's attention shapes."""
-    return [(BACKWARD, "sdpa_train", _pair_flops(q) * q[0] * q[1], tuple(q)) for q in plan.attention_shapes]
+    """``(family, name, x, shape)`` of the forward-and-backward primitives: the plan's attention shapes of
+    at most :data:`MAX_BACKWARD_FLOPS` forward FLOPs."""
+    shapes = [tuple(q) for q in plan.attention_shapes if _pair_flops(q) * q[0] * q[1] <= MAX_BACKWARD_FLOPS]
+    return [(BACKWARD, "sdpa_train", _pair_flops(q) * q[0] * q[1], q) for q in shapes]
 
 
 def backward_step(shape, device: str = "cpu") -> Callable[[], object]:
