@@ -289,9 +289,10 @@ def _fused_rows(name: str, row: Mapping):
         f = shapes[9][0]
         m = b * s
         add = _row("aten.add_.Tensor", "elementwise", [(m, d), (m, d)], [(m, d)], e)
+        activation = "aten.gelu_.default" if row_args(row).get("gelu") else "aten.relu_.default"  # its feed-forward's
         norm = _row("aten.native_layer_norm.default", "reduction", [(m, d), (d,), (d,)], [(m, d), (m, 1), (m, 1)], e)
         return [_linear(m, d, 3 * d, e), *_attention_core(b, s, s, d, e, heads), _linear(m, d, d, e), add, norm,
-                _linear(m, d, f, e), _row("aten.relu_.default", "elementwise", [(m, f)], [(m, f)], e),
+                _linear(m, d, f, e), _row(activation, "elementwise", [(m, f)], [(m, f)], e),
                 _linear(m, f, d, e), add, norm]
     if name == "_native_multi_head_attention" and len(shapes) >= 7 and len(shapes[0]) == 3:
         b, length, d = shapes[0]

@@ -22,7 +22,7 @@ Columns of the returned table
 ``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
 top level, in the loss, backward and optimizer phases), ``args`` (what an op's shapes do not tell about its
 work: a convolution's ``stride``, ``padding``, ``dilation``, ``transposed`` and ``groups``, a fused
-attention op's ``heads``; None for other ops).
+attention op's ``heads``, the fused encoder layer's ``gelu``; None for other ops).
 
 How each count is made (heuristics, not measurements)
 -----------------------------------------------------
@@ -64,6 +64,8 @@ COLUMNS = ("index", "op", "kind", "input_shapes", "output_shapes", "flops", "byt
 _CONV_ARGS = {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "groups": 8}
 #: The position of a fused attention op's head count.
 _HEADS_ARG = {"_native_multi_head_attention": 4, "_transformer_encoder_layer_fwd": 2}
+#: The position of the fused encoder layer's ``use_gelu`` (its feed-forward activation: GELU, else ReLU).
+_GELU_ARG = {"_transformer_encoder_layer_fwd": 7}
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm", "matmul", "linear", "mv", "addmv",
            "dot", "vdot", "_addmm_activation", "_int_mm", "addr", "outer", "mkldnn_linear"}
@@ -251,9 +253,10 @@ def op_name(op: str) -> str:
 
 def _op_args(name: str, args) -> Optional[dict]:
     """A convolution's :data:`_CONV_ARGS` (tuples of ints, a bool, an int), a fused attention op's
-    ``heads``, or None for another op."""
+    ``heads`` (and the fused encoder layer's ``gelu``), or None for another op."""
     if name in _HEADS_ARG and len(args) > _HEADS_ARG[name]:
-        return {"heads": int(args[_HEADS_ARG[name]])}
+        gelu = {"gelu": bool(args[_GELU_ARG[name]])} if name in _GELU_ARG and len(args) > _GELU_ARG[name] else {}
+        return {"heads": int(args[_HEADS_ARG[name]]), **gelu}
     shift = {"convolution": 0, "convolution_backward": 1}.get(name)
     if shift is None or len(args) <= _CONV_ARGS["groups"] + shift:
         return None
