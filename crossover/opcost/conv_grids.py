@@ -131,9 +131,9 @@ def uncalibrated_conv_warning(row: Mapping) -> str:
     """A warning for a convolution no calibration primitive times, or ``""``: a transposed one (an
     upsampling decoder's; the caller costs a 2-D forward one on a profile's transposed grid instead, where
     it has one) or a dilated one's gradients, costed on the grids of the ordinary convolution of the same
-    shapes. On either device: a GPU calibration times neither. On the 2-core VM the first out-of-sample sitting of ``experiments/zoo_unseen`` put an
-    autoencoder's transposed convolutions at a quarter of their measured time at batch 512 and a dilated
-    1-D CNN's at half at batch 1 (``bench_zoo_unseen_p1_*``)."""
+    shapes. On either device: a GPU calibration times neither. On the 2-core VM the first out-of-sample
+    sitting of ``experiments/zoo_unseen`` put an autoencoder's transposed convolutions at a quarter of their
+    measured time at batch 512 (``bench_zoo_unseen_p1_*``, ``bench_op_breakdown_unseen.log``)."""
     conv = row_args(row)
     if "transposed" not in conv:
         return ""

@@ -125,7 +125,8 @@ CPU_RNN_TERMS = ("rnn_step_s", "rnn_gate_element_s", "rnn_flop_s", "rnn_weight_e
 CPU_RNN_CALL = "rnn_call_s"
 #: A CPU LSTM's terms, of the same form, fitted on the calibration's LSTM primitives: PyTorch runs a float
 #: LSTM on a CPU through oneDNN's RNN layer, not the GRU's loop. On the 2-core VM at one thread an
-#: ``LSTM(32 → 64)`` over 24 steps took 61 µs at batch 1 (the GRU's loop costs ~14 µs a step).
+#: ``LSTM(32 → 64)`` over 24 steps took 61-65 µs at batch 1 under the profiler, 2.7 µs a step, where the
+#: same calibration's GRU terms cost 7.5 µs a step and 16 µs a call (``bench_op_breakdown_unseen.log``).
 CPU_LSTM_TERMS = ("lstm_step_s", "lstm_gate_element_s", "lstm_flop_s", "lstm_weight_element_s")
 CPU_LSTM_CALL = "lstm_call_s"
 #: :func:`fit_cpu_recurrent`'s arguments for the LSTM primitives.

@@ -117,8 +117,9 @@ def layer_family(row: Mapping, name: str, *, inference: bool, device: str = "cpu
         return "pool1d"  # a MaxPool1d (the trace's fallback unsqueezes it to one row of pixels)
     if name in ("adaptive_max_pool2d", "adaptive_max_pool1d"):
         return "adaptive_pool"
-    transposed = isinstance(row.get("args"), dict) and row["args"].get("transposed")  # its weight: C_in × C_out/g
-    if name == "convolution" and not transposed and len(shapes) >= 2 and len(shapes[0]) == len(shapes[1]) \
+    from .conv_primitives import is_transposed
+
+    if name == "convolution" and not is_transposed(row) and len(shapes) >= 2 and len(shapes[0]) == len(shapes[1]) \
             and len(shapes[0]) in (3, 4):
         c_in, per_group = shapes[0][1], shapes[1][1]
         if per_group == 1 and c_in > 1:

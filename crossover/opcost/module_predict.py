@@ -261,7 +261,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
 
 #: How far the cost of an op no calibration primitive covers (its cost carries a warning) may lie from
 #: the truth, either way: a CPU step's interval widens by that op's time times this less one above and
-#: one less its inverse below (a GPU's keeps its width: no GPU evidence sizes the factor). On the 2-core VM the uncovered ops of the out-of-sample sittings measured
+#: one less its inverse below (a GPU's keeps its width: no GPU evidence sizes the factor). On the 2-core
+#: VM the uncovered ops of the out-of-sample sittings measured
 #: 3.5-35 times their cost under the profiler (tanh, GELU, an LSTM, transposed and dilated convolutions:
 #: ``bench_costly_ops.log``, ``bench_zoo_unseen_p1_*``); 4 covers the milder half and keeps an interval
 #: that still says something.

@@ -461,7 +461,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         family = TRANSPOSED
     elif family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
         family = "conv1d"
-    layer = None if family == TRANSPOSED else layer_family(row, name, inference=inference, device=profile.device)
+    layer = layer_family(row, name, inference=inference, device=profile.device)  # none for a transposed one
     if layer in profile.curves:  # calibrated (a profile from before these primitives: the family as before)
         family = layer
         moved = moved_bytes(row, layer)  # on the curve's own count of bytes
