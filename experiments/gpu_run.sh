@@ -22,7 +22,8 @@
 #   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
 #                   step pays that the calibration's queued primitives do not), then the host CPU's
 #                   MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8, and the same steps
-#                   timed with the OpenMP threads spinning, bound, and half as many (bench_thread_env.py)
+#                   timed with the OpenMP threads spinning, bound, and half as many (bench_thread_env.py),
+#                   and which ops open a parallel region at its thread count (bench_parallel_regions.py)
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -85,7 +86,7 @@ pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 125 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
+stage calibrate-cpu-1t 118 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
 stage zoo-cpu-1t 39 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
@@ -100,11 +101,14 @@ stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices c
 # held on cores, and half as many (one a core where two hardware threads share each: env.json's
 # cpu_physical_cores) (experiments/bench_thread_env.py): whether the threads' waiting is what they pay.
 stage cpu-thread-env 13 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
+# Which ops open a parallel region at the host's thread count (the rule thread_wake charges wake-ups by,
+# read off the 2-core VM at two threads: MKL's product thresholds may move with the threads).
+stage cpu-regions 7 $PY experiments/bench_parallel_regions.py
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
-    cat "$work/step-profile.log" "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/step-profile.log" "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" "$work/cpu-regions.log" > "$OUT/step-profile.txt" 2>/dev/null
     # The launch-bound models' GPU steps again, in another process that measures only the GPU: the third
     # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
     # 12%; how far one process's launch path differs from another's (the first visit's
@@ -115,7 +119,7 @@ if [ "$cuda" = 1 ]; then
     cp "$work/cuda-tests.log" "$OUT/tests.log"
 else
     skip step-profile "no CUDA on this machine"
-    cat "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" > "$OUT/step-profile.txt" 2>/dev/null
+    cat "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" "$work/cpu-regions.log" > "$OUT/step-profile.txt" 2>/dev/null
     skip zoo-cuda-again "no CUDA on this machine"
     skip cuda-tests "no CUDA on this machine"
 fi

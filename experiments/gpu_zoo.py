@@ -285,6 +285,10 @@ def main(argv=None) -> int:
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
     args = parser.parse_args(argv)
+    if argv is None:  # a stage's time limit (SIGINT, inherited ignored in a background shell) stops it
+        from crossover.cli.args import handle_stop_signals
+
+        handle_stop_signals()
     if args.threads:
         import torch
 

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 from ..errors import CrossoverError
 from . import advise, analysis, compare, export, figures, fleet, inventory, measure, peaks, user_model
-from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError, finish_parser
+from .args import EXIT_CODES_TEXT, EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError, finish_parser, handle_stop_signals
 
 __all__ = ["main", "build_parser", "UsageError"]
 
@@ -61,6 +61,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
+        if argv is None:  # the process is the command (not a test's or a notebook's call): stop on signals
+            handle_stop_signals()
         from .output import resolve_format
 
         resolve_format(args)

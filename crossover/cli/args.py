@@ -255,3 +255,21 @@ def warn(args, line: str) -> None:
     """``crossover: warning: LINE`` on stderr, unless ``-q``."""
     if not getattr(args, "quiet", False):
         print(f"crossover: warning: {line}", file=sys.stderr)
+
+
+def handle_stop_signals() -> None:
+    """Make SIGINT and SIGTERM raise ``KeyboardInterrupt`` in this process, whatever it inherited.
+
+    A time limit (``timeout -s INT``, a scheduler's SIGTERM) then stops a command between rows or rounds
+    with what it measured written, as Ctrl-C does. A process started in the background of a
+    non-interactive shell (the device tool's, CI's) inherits SIGINT ignored, and Python then installs
+    no handler: it ran a calibration to its end through ``timeout -s INT`` until ``-k`` killed it with
+    nothing written.
+    """
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)

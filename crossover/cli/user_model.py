@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..jsonable import schema_tag
+from ..opcost.thread_wake import WAKE_GAPS_S, wake_summary
 from ..units import format_quantity, format_seconds
 from .args import UsageError, add_device, non_negative_int, positive_int, print_json, warn
 from .output import print_tables, wants_table
@@ -246,11 +247,14 @@ def _cmd_calibrate(args) -> int:
     profile = run_calibration(args.device, args.out, plan=plan, seed=args.seed, threads=args.threads,
                               machine=args.machine, force=args.force, on_progress=bar.update)
     bar.close()
+    done = int(profile.meta.get("rounds") or plan.rounds)
+    if done < plan.rounds:  # interrupted (Ctrl-C, a time limit's SIGINT): the whole rounds are kept
+        warn(args, f"calibration stopped after {done} of {plan.rounds} rounds: the profile is built from those")
     if args.json:
         print_json(profile.to_json())
-        return 0
+        return 130 if done < plan.rounds else 0
     o = profile.overheads
-    print(f"{profile.label}: {plan.name} calibration, {plan.rounds} rounds, {profile.threads} threads, "
+    print(f"{profile.label}: {plan.name} calibration, {done} rounds, {profile.threads} threads, "
           f"in {format_seconds(profile.meta['elapsed_s'])} -> {args.out / 'profile.json'}")
     print(f"  dispatch {format_seconds(o['dispatch_s'])}, view {format_seconds(o['view_s'])}, module call "
           f"{format_seconds(o['module_call_s'])}; peak {format_quantity(profile.peak_flop_rate, 'FLOP/s')}, "
@@ -266,7 +270,10 @@ def _cmd_calibrate(args) -> int:
               f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how}), {profile.interval_rel:.1%} at "
               f"{INTERVAL_COVERAGE:.0%}: a new model's interval")
+    if profile.device == "cpu" and profile.threads != 1:
+        print("  " + (wake_summary(profile) or "threads: none slept over the serial gaps tried (up to "
+                                               f"{format_seconds(max(WAKE_GAPS_S))})"))
     if profile.meta.get("drifted_rounds"):
         print(f"  rounds left out (drift reference > 25% above its quiet level): {profile.meta['drifted_rounds']}",
               file=sys.stderr)
-    return 0
+    return 130 if done < plan.rounds else 0

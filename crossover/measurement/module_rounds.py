@@ -40,7 +40,7 @@ ROUND_OPTIONS = TimerOptions(warmup_s=0.003, min_warmup_calls=1, min_repeats=2, 
 
 def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOptions = ROUND_OPTIONS, seed: int = 0,
                    reference: Optional[tuple] = None, device: str = "cpu", regime: str = "latency",
-                   on_progress: Optional[Callable[[str], None]] = None) -> list:
+                   on_progress: Optional[Callable[[str], None]] = None, keep_on_interrupt: bool = False) -> list:
     """Time every ``(key, step)`` of ``points`` once per round, each round in a shuffled order.
 
     Parameters
@@ -62,6 +62,9 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
         blocks of back-to-back calls).
     on_progress : callable, optional
         Called with a short label after every visit.
+    keep_on_interrupt : bool
+        On ``KeyboardInterrupt`` (Ctrl-C, a time limit's SIGINT) after at least one whole round, return
+        the whole rounds' visits (the cut round's are dropped) instead of raising.
 
     Returns
     -------
@@ -86,18 +89,23 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
         order = list(points)
         random.Random(f"{seed}/{round_index}").shuffle(order)
         visits = ([(reference, True)] if reference is not None else []) + [(p, False) for p in order]
-        for (key, step), is_reference in visits:
-            before = minor_page_faults()
-            timing = time_step(step, options, regime=regime, sync=sync, event_factory=event_factory,
-                               synchronous=device != "cuda")
-            calls = timing.warmup_calls + timing.n_repeats * timing.calls_per_repeat
-            faults = (minor_page_faults() - before) / calls if before is not None and calls else float("nan")
-            rows.append(dict(round=round_index, sequence=len(rows), key=key, reference=is_reference,
-                             raw_times_s=timing.raw_times_s, device_times_s=timing.device_times_s or (),
-                             median_s=timing.median_s, calls_per_repeat=timing.calls_per_repeat,
-                             faulted_bytes=faults * PAGE_BYTES))
-            if on_progress is not None:
-                on_progress(f"round {round_index + 1}/{rounds} {key}")
+        try:
+            for (key, step), is_reference in visits:
+                before = minor_page_faults()
+                timing = time_step(step, options, regime=regime, sync=sync, event_factory=event_factory,
+                                   synchronous=device != "cuda")
+                calls = timing.warmup_calls + timing.n_repeats * timing.calls_per_repeat
+                faults = (minor_page_faults() - before) / calls if before is not None and calls else float("nan")
+                rows.append(dict(round=round_index, sequence=len(rows), key=key, reference=is_reference,
+                                 raw_times_s=timing.raw_times_s, device_times_s=timing.device_times_s or (),
+                                 median_s=timing.median_s, calls_per_repeat=timing.calls_per_repeat,
+                                 faulted_bytes=faults * PAGE_BYTES))
+                if on_progress is not None:
+                    on_progress(f"round {round_index + 1}/{rounds} {key}")
+        except KeyboardInterrupt:
+            if not (keep_on_interrupt and round_index):
+                raise
+            return [row for row in rows if row["round"] < round_index]
     return rows
 
 

@@ -10,6 +10,7 @@ profiles          a device's calibration profile: loading, finding, synthetic on
 op_costs          one traced op's cost on a profile (pure)
 streaming         a CPU step's memory-bound ops at the rate its stream of fresh buffers moves them (pure)
 activations       a CPU's activation functions (tanh, GELU, ...) costed by primitives of their own
+thread_wake       a CPU's parallel ops after serial work: which open a region, what waking the threads costs
 module_predict    a module's step latency per device, and where devices cross
 ================  ====================================================================
 """

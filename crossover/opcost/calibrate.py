@@ -15,8 +15,10 @@ optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included
 parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a
 40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
 kernel faults them in page by page) less filling one kept, over its bytes (0.25 ns per byte on the
-2-core VM, 10-16 times the cost of writing it). The noise floor is the drift reference's mean relative
-deviation from its median over rounds.
+2-core VM, 10-16 times the cost of writing it). ``wake_s`` and ``wake_after_s``: what a parallel op pays
+once its threads slept, and after how long a serial gap (:mod:`crossover.opcost.thread_wake`). The noise
+floor is the drift reference's mean relative deviation from its median over rounds. A run cut short (a
+time limit's SIGINT) keeps its whole rounds; ``meta["rounds"]`` counts them.
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
@@ -57,6 +59,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
 from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
+from .thread_wake import WAKE, fit_wake
 from .composition import with_composition
 from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .layer_primitives import beyond_the_op
@@ -87,6 +90,7 @@ class CalibrationRun:
     llc: int
     elapsed_s: float
     cache_bytes: int = 0
+    rounds_done: int = 0  # whole rounds timed: fewer than the plan's where a SIGINT cut the run short
 
 
 def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int = 0, threads: int = 0,
@@ -136,7 +140,8 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
             raise ValueError("an extra step's key is also a primitive's or the drift reference's")
         visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
                                 device=device, reference=(reference.key, make_step(reference, device)),
-                                on_progress=on_progress, regime="throughput" if device == "cuda" else "latency")
+                                on_progress=on_progress, regime="throughput" if device == "cuda" else "latency",
+                                keep_on_interrupt=True)  # a time limit's SIGINT keeps the whole rounds
     by_key = {p.key: p for p in [*plan_points, reference]}
     rows, extra = [], []
     for visit in visits:
@@ -151,7 +156,9 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
                          raw_times_s=raw_times_to_text(visit["raw_times_s"]),
                          device_times_s=raw_times_to_text(visit["device_times_s"])))
     cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
-    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache)
+    done = 1 + max((visit["round"] for visit in visits), default=-1)
+    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache,
+                          done)
 
 
 def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = None) -> Profile:
@@ -167,7 +174,7 @@ def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = N
         writer.writeheader()
         writer.writerows(run.rows)
     env = environment()
-    meta = dict(plan=run.plan.name, rounds=run.plan.rounds, seed=run.seed, statistic="p10", elapsed_s=run.elapsed_s,
+    meta = dict(plan=run.plan.name, rounds=run.rounds_done or run.plan.rounds, seed=run.seed, statistic="p10", elapsed_s=run.elapsed_s,
                 device_name=env.get("gpu_name") if run.device == "cuda" else env.get("cpu_model"),
                 timer=asdict(run.plan.options), environment=env)
     profile = build_profile(run.rows, device=run.device, machine=machine or env["machine"], threads=run.threads,
@@ -193,17 +200,13 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     out_dir : path
         Created if missing; a directory already holding a profile is refused unless ``force``.
     plan : Plan
-        ``PLANS["quick"]`` (about 70 s on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
-    seed : int
-        Seeds the rounds' orders.
-    threads : int
-        CPU intra-op threads (0: torch's default); recorded in the profile.
+        ``PLANS["quick"]`` (about 91 s on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
+    seed, threads, on_progress
+        As :func:`measure_calibration` (the threads are recorded in the profile).
     machine : str, optional
         Label (default :func:`crossover.measurement.environment.machine_label`).
     force : bool
         Overwrite an existing profile.
-    on_progress : callable, optional
-        Called with a label after every visit.
 
     Returns
     -------
@@ -420,7 +423,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
         overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT),
                          native_stride_column_s=fit_strided_column_s(families),
-                         **{BMM_MATRIX: fit_bmm_matrix_s(families)})
+                         **{BMM_MATRIX: fit_bmm_matrix_s(families)}, **fit_wake(families, overheads["dispatch_s"]))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -447,7 +450,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
-                      ATTENTION_BACKWARD):
+                      ATTENTION_BACKWARD, WAKE):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

@@ -6,11 +6,11 @@ module call, autograd and optimizer chains (host overheads of a training step), 
 together exceed the last-level cache), products with a short inner dimension (weight gradients), a
 convolution forward and backward over batches × channel/kernel combinations at two image sizes, also
 with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB
-tensor (page faults), elementwise ops, reductions and max-pooling from 1K to 16M elements,
-scaled-dot-product attention, on CUDA the synchronisation and host→device copies, and the whole steps of
-two small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs beyond
-their sum. :func:`points` lists a plan's primitives as :class:`Point` records; :func:`make_step` builds
-one's step function on a device. Nothing is timed here.
+tensor (page faults), a parallel op after serial gaps (thread wake-ups), elementwise ops, reductions and
+max-pooling from 1K to 16M elements, scaled-dot-product attention, on CUDA the synchronisation and
+host→device copies, and the whole steps of two small reference models (:data:`REFERENCE_MODELS`), which
+calibrate what composing ops costs beyond their sum. :func:`points` lists a plan's primitives as
+:class:`Point` records; :func:`make_step` builds one's step function on a device. Nothing is timed here.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_sha
                               conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
+from .thread_wake import WAKE, wake_points, wake_step
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE",
            "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
@@ -42,8 +43,7 @@ SGD_PARAMS = (1, 16)
 #: Bytes of the page-fault primitives: filling a tensor this large allocated afresh (above glibc's
 #: largest mmap threshold, so mapped and faulted in at every call) against filling one kept.
 FRESH_PROBE_BYTES = 40 * 2**20
-#: Features of the rows normalised by layer_norm/softmax/sum in the reduction primitives.
-_ROW = LONG_ROW  # the reduction primitives' rows (short_rows has their short kin)
+_ROW = LONG_ROW  # features of the rows of the reduction primitives (short_rows has their short kin)
 
 
 @dataclass(frozen=True)
@@ -134,10 +134,8 @@ PLANS = {
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
                   native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, conv_transposed=False,
-                  reference_visits=1, narrow_k=(),
-                  activation_ops=(),
-                  reference_models=(("mlp", 1),), rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),),
-                  cpu_lstm_shapes=()),
+                  reference_visits=1, narrow_k=(), activation_ops=(), reference_models=(("mlp", 1),),
+                  rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),), cpu_lstm_shapes=()),
 }
 REFERENCE = "reference"
 #: The reference models' steps timed synchronised, one by one (on CUDA; the ``model`` family queues them).
@@ -242,8 +240,9 @@ def points(plan: Plan, device: str = "cpu") -> list:
     out = [Point("overhead", "dispatch"), Point("overhead", "view"), Point("overhead", "module_call")]
     out += [Point("overhead", f"chain_{mode}", n=n) for mode in ("nograd", "grad", "train") for n in CHAIN_LENGTHS]
     out += [Point("overhead", "sgd", n=p) for p in SGD_PARAMS]
-    if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none)
+    if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none); thread wake-ups
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
+        out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap) for family, name, gap, (n,) in wake_points()]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:
@@ -392,8 +391,8 @@ def _matmul_step(point: Point, device: str, llc: int, pool_factor: float, cache:
         return lambda: torch.addmm(bias, x, weight_t)
     copies = max(2, math.ceil(pool_factor * llc / (4 * point.k * point.n)))
     key = (point.n, point.k, copies, device)
-    if key not in cache:  # one pool per weight shape, shared by the batch sizes
-        cache[key] = [w.t() for w in torch.randn(copies, point.n, point.k, device=device)]
+    if key not in cache:  # a pool per weight shape, for every batch; constant: randn took 14 s for the VM's
+        cache[key] = [w.t() for w in torch.full((copies, point.n, point.k), 0.01, device=device)]  # 960 MiB
     weights = itertools.cycle(cache[key])
     return lambda: torch.addmm(bias, x, next(weights))
 
@@ -456,6 +455,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return short_row_step(point.name, point.shape, device)
     if point.family == BATCHED:
         return batched_step(point.name, point.shape, device)
+    if point.family == WAKE:
+        return wake_step(point.x, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED):

@@ -52,6 +52,7 @@ from .layer_primitives import layer_family
 from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
+from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
 
 __all__ = ["predict_module", "module_crossover", "step_prediction", "model_mode", "trace_step", "host_events"]
@@ -162,7 +163,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
         ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
         of the step's fresh buffers), ``autograd_s`` (of it, a training step's
-        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``conv_forward_s``
+        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``wake_s`` and
+        ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`),
+        ``conv_forward_s``
         and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
         of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
         ``backward_extra``), ``launches``, ``flops``, ``bytes``, ``weights`` ("hot"/"cold"),
@@ -219,6 +222,14 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                     + n_params * o("optimizer_param_s")) * (1.0 + profile.train_host_extra)
         overhead += autograd
     host += overhead
+    # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the
+    # host's work between ops as the primitives cost it, without the composition terms (fitted after
+    # the wake-ups, on the residual they leave: the same gaps in the fit and in a prediction)
+    between = module_calls * o("module_call_s") + autograd / (1.0 + profile.train_host_extra)
+    wake, wake_regions, regions = step_wake_s(profile, [(row, t, cost.floor_s) for t, row, cost in costs],
+                                              between / max(len(costs), 1))
+    unsure_wake = (regions - wake_regions) * o("wake_s")  # gaps the count put under the threads' spin
+    host += wake
     sync = (o("step_sync_s") or o("sync_s")) if on_gpu else 0.0
     copy = 0.0
     if on_gpu and transfer and input_bytes:
@@ -229,15 +240,17 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         launch_part = floors + max(host - device, 0.0) + sync + copy
     else:
         busy = host
-        launch_part = floors + overhead - faults  # page faults: the memory system's work, not dispatch
+        launch_part = floors + overhead - faults + wake  # page faults: the memory system's work, not dispatch
         memory += faults
     latency = busy + sync + copy
-    by_family["overhead"] += overhead if not on_gpu else max(host - device, 0.0)
+    by_family["overhead"] += overhead + wake if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
     r = max(spread, profile.noise_floor_rel, profile.interval_rel or profile.model_error_rel)
     if faults > HEAP_FAULT_WARN_SHARE * latency:
         warnings.append(heap_fault_warning(fresh, faults, latency))
+    if unsure_wake > WAKE_WARN_SHARE * latency:
+        warnings.append(wake_warning(profile, regions, wake_regions, unsure_wake))
     shares = {"launch": launch_part / latency, "memory": memory / latency, "compute": compute / latency} \
         if latency > 0 else {"launch": 0.0, "memory": 0.0, "compute": 0.0}
     costs.sort(key=lambda item: -item[0])
@@ -248,9 +261,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     # and the ops no primitive covers (each one's cost carries a warning) off by UNCOVERED_FACTOR either way
     low = (latency - faults) * (1 - r) - uncovered * (1 - 1 / UNCOVERED_FACTOR)
     return dict(latency_s=latency, latency_low_s=max(low, 0.1 * latency),
-                latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1), fault_s=faults,
+                latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1) + unsure_wake, fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
-                autograd_s=autograd, conv_forward_s=conv_forward, backward_kernels_s=backward_kernels,
+                autograd_s=autograd, wake_s=wake, wake_regions=wake_regions, conv_forward_s=conv_forward,
+                backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],
                 bound=max(shares, key=shares.get),
@@ -267,8 +281,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
 #: ``bench_costly_ops.log``, ``bench_zoo_unseen_p1_*``); 4 covers the milder half and keeps an interval
 #: that still says something.
 UNCOVERED_FACTOR = 4.0
-#: A CPU step whose page faults of fresh buffers are more than this share of it gets a warning.
-HEAP_FAULT_WARN_SHARE = 0.1
+#: A CPU step whose page faults of fresh buffers are more than this share of it gets a warning; so
+#: does one whose parallel ops could pay that share in thread wake-ups the prediction does not count.
+HEAP_FAULT_WARN_SHARE = WAKE_WARN_SHARE = 0.1
 
 
 def heap_fault_warning(buffer_bytes: float, fault_s: float, latency_s: float) -> str:
