@@ -125,16 +125,9 @@ def fit_wake(families: Mapping, dispatch_s: float = 0.0) -> dict:
     return {"wake_s": float(wake), "wake_after_s": float(low * (high / low) ** share)}
 
 
-def _numel(shape) -> int:
-    out = 1
-    for n in shape:
-        out *= int(n)
-    return out
-
-
 def _largest(row: Mapping) -> int:
     shapes = list(row.get("input_shapes") or ()) + list(row.get("output_shapes") or ())
-    return max((_numel(s) for s in shapes if s is not None), default=0)
+    return max((math.prod(map(int, s)) for s in shapes if s is not None), default=0)
 
 
 def _product_parallel(row: Mapping) -> bool:
@@ -180,7 +173,7 @@ def opens_parallel_region(row: Mapping, threads: int) -> bool:
     if name in _BAGS:  # (weight, indices, offsets): a bag per offset
         return len(shapes) >= 3 and bool(shapes[2]) and shapes[2][0] >= 2
     if name in _ROW_SPLIT:
-        return bool(shapes) and _numel(shapes[0][:-1]) >= 2
+        return bool(shapes) and math.prod(shapes[0][:-1]) >= 2
     return _largest(row) > SMALL_GRAIN.get(name, GRAIN)
 
 
