@@ -6,14 +6,12 @@
 slept over the serial work before it; which ops run in parallel it decides by rule
 (:func:`~crossover.opcost.thread_wake.opens_parallel_region`: MKL's thresholds for products, ATen's grain
 size, convolutions, pooling). This script checks the rule where it can be seen: each op is timed after a
-busy wait of ``--gap-us`` on the calling thread in two child processes, one with the OpenMP runtime's
-default spin (the threads still spinning after the wait) and one with ``GOMP_SPINCOUNT=1000`` (asleep
-after about a microsecond); an op that runs in parallel pays its threads' wake-up in the second (25-80
-µs on the 2-core VM at two threads), a serial one nothing. (Timed back to back under the short spin an
-op with serial stretches of its own sleeps inside it: its time alone there says nothing.) Each op is
-traced as the package traces a model (``trace_module``) and its row given to the rule. Prints one line
-per op (10th percentiles of ``--calls`` calls) and how many agree. At one thread nothing runs in
-parallel; run it on a quiet machine.
+busy wait of ``--gap-us`` on the calling thread in two child processes, one whose OpenMP threads never
+sleep (``OMP_WAIT_POLICY=ACTIVE``) and one whose threads sleep at once (``PASSIVE``; both read by GNU's
+and Intel's runtimes alike); an op that runs in parallel pays its threads' wake-up in the second (45-175
+µs on the 2-core VM at two threads), a serial one nothing. Each op is traced as the package traces a model
+(``trace_module``) and its row given to the rule. Prints one line per op (10th percentiles of ``--calls``
+calls) and how many agree. At one thread nothing runs in parallel; run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -45,6 +43,8 @@ PROBES = (
     ("addmm 512x16x16", (512, 16), "linear", (16,)), ("conv1d 4->16 k7 B1 x50", (1, 4, 50), "conv1d", (16, 7, 0)),
     ("tanh 128", (1, 128), "tanh", ()), ("sigmoid 2048", (1, 2048), "sigmoid", ()),
     ("gelu 64", (1, 64), "gelu", ()), ("relu 8192", (1, 8192), "relu", ()),
+    ("mm 120x1x400 (rank 1)", (1, 400), "outer", (120,)), ("mm 128x1x784 (rank 1)", (1, 784), "outer", (128,)),
+    ("mm 10x1x128 (rank 1)", (1, 128), "outer", (10,)), ("mm 84x1x120 (rank 1)", (1, 120), "outer", (84,)),
 )
 
 _CHILD = r"""
@@ -70,7 +70,11 @@ class Probe(nn.Module):
             self.layer = layer(shape[1], out, k, padding=pad)
         elif kind == "embedding_bag":
             self.layer = nn.EmbeddingBag(extra[0], extra[1], mode="sum")
+        elif kind == "outer":  # a batch-1 weight gradient: (M x 1) @ (1 x N)
+            self.column = nn.Parameter(torch.randn(extra[0], 1))
     def forward(self, x):
+        if self.kind == "outer":
+            return torch.mm(self.column, x)
         if hasattr(self, "layer"):
             return self.layer(x)
         return {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
@@ -106,8 +110,8 @@ for label, shape, kind, extra in probes:
 print(json.dumps(out))
 """
 
-#: An op whose time after the wait exceeds its time alone by more than this ran in parallel (a wake-up
-#: on the VM: 25-80 µs; timing noise: under 3 µs).
+#: An op whose time after the wait with its threads asleep exceeds that with them spinning by more than
+#: this ran in parallel (a wake-up on the VM: 45-175 µs; a serial op: under 2 µs either way).
 PARALLEL_EXTRA_S = 12e-6
 
 
@@ -117,25 +121,25 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=min(os.cpu_count() or 2, 16),
                         help="intra-op threads (default: this machine's CPUs, at most 16)")
     parser.add_argument("--gap-us", type=float, default=30.0, help="busy wait before the op, µs (default 30)")
-    parser.add_argument("--calls", type=int, default=150, help="calls per timing (default 150)")
+    parser.add_argument("--calls", type=int, default=100, help="calls per timing (default 100)")
     args = parser.parse_args(argv)
     if args.threads < 2:
         parser.error("--threads must be at least 2: one thread opens no parallel region")
     runs = {}
-    for spin in ("default", "1000"):
-        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-        env.pop("GOMP_SPINCOUNT", None) if spin == "default" else env.update(GOMP_SPINCOUNT=spin)
+    for policy in ("ACTIVE", "PASSIVE"):
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY=policy)
+        env.pop("GOMP_SPINCOUNT", None)
         child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(PROBES), str(args.gap_us * 1e-6),
                                 str(args.calls), str(args.threads)], env=env, capture_output=True, text=True)
         if child.returncode:
             sys.stderr.write(child.stderr)
             return child.returncode
-        runs[spin] = json.loads(child.stdout.strip().splitlines()[-1])
-    print(f"{args.threads} threads, {args.gap_us:g} µs busy wait before each call: the default spin against "
-          "GOMP_SPINCOUNT=1000")
+        runs[policy] = json.loads(child.stdout.strip().splitlines()[-1])
+    print(f"{args.threads} threads, {args.gap_us:g} µs busy wait before each call: threads spinning "
+          "(OMP_WAIT_POLICY=ACTIVE) against asleep (PASSIVE)")
     print(f"{'op':28s} {'traced as':34s} {'spin µs':>9s} {'extra µs':>9s}  measured  rule")
     agree = 0
-    for row, asleep in zip(runs["default"], runs["1000"]):
+    for row, asleep in zip(runs["ACTIVE"], runs["PASSIVE"]):
         extra = asleep["after_s"] - row["after_s"]
         measured = extra > PARALLEL_EXTRA_S
         agree += measured == row["predicted"]

@@ -42,13 +42,15 @@ cuda=$($PY -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null 
 devices=cpu; [ "$cuda" = 1 ] && devices=cpu,cuda
 printf '# GPU run\n\n| stage | status | seconds |\n| --- | --- | --- |\n' > "$summary"
 
-# stage NAME LIMIT_S COMMAND...: run COMMAND with a time limit (SIGINT first, so a sweep stops between
-# rows), record its status and time in the summary.
+# stage NAME LIMIT_S COMMAND...: run COMMAND with a time limit (SIGTERM first, which crossover and gpu_zoo.py
+# turn into a stop between rows or rounds with what they measured written; SIGINT would not do: a background
+# job of a non-interactive shell, as the device tool runs this, inherits it ignored), record its status and
+# time in the summary.
 stage() {
     local name=$1 limit=$2; shift 2
     local t0 rc; t0=$(date +%s)
     echo "=== $name (limit ${limit}s) at $(( t0 - start_s ))s"
-    timeout -s INT -k 10 "$limit" "$@" > "$work/$name.log" 2>&1; rc=$?
+    timeout -s TERM -k 10 "$limit" "$@" > "$work/$name.log" 2>&1; rc=$?
     tail -n 5 "$work/$name.log"
     local status=ok; [ "$rc" = 124 ] && status="stopped at its limit"; [ "$rc" != 0 ] && [ "$rc" != 124 ] && status="failed ($rc)"
     printf '| %s | %s | %s |\n' "$name" "$status" "$(( $(date +%s) - t0 ))" >> "$summary"
@@ -86,7 +88,7 @@ pack zoo.tgz zoo
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 118 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
+stage calibrate-cpu-1t 115 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
 stage zoo-cpu-1t 39 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
@@ -103,7 +105,7 @@ stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices c
 stage cpu-thread-env 13 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
 # Which ops open a parallel region at the host's thread count (the rule thread_wake charges wake-ups by,
 # read off the 2-core VM at two threads: MKL's product thresholds may move with the threads).
-stage cpu-regions 7 $PY experiments/bench_parallel_regions.py
+stage cpu-regions 10 $PY experiments/bench_parallel_regions.py
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 if [ "$cuda" = 1 ]; then

@@ -285,7 +285,7 @@ def main(argv=None) -> int:
                         help="CPU threads for the whole run (default 0: torch's default); pair it with a profile "
                              "calibrated at the same count")
     args = parser.parse_args(argv)
-    if argv is None:  # a stage's time limit (SIGINT, inherited ignored in a background shell) stops it
+    if argv is None:  # a stage's time limit (SIGTERM) stops it between rounds, what it measured written
         from crossover.cli.args import handle_stop_signals
 
         handle_stop_signals()
@@ -302,7 +302,7 @@ def main(argv=None) -> int:
     try:
         measure_zoo(args.out, args.devices.split(","), args.profiles or args.out / "none", args.rounds, rows,
                     names=set(args.models.split(",")) if args.models else None, references=args.references)
-    finally:  # a stage stopped at its limit (SIGINT) still writes what it measured
+    finally:  # a stage stopped at its limit (SIGTERM) still writes what it measured
         (args.out / "summary.md").write_text(summary(rows))
     return 0
 

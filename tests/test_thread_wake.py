@@ -31,6 +31,12 @@ def test_the_wake_and_the_window_are_recovered():
     assert fitted["wake_s"] == pytest.approx(40 * US)
     assert 8e-6 < fitted["wake_after_s"] <= 30e-6  # between the last gap that stayed awake and the first that slept
     assert fit_wake(_families(40 * US, 1.0)) == {"wake_s": 0.0, "wake_after_s": 0.0}  # threads always spinning
+    # the extras cross half the wake a fifth of the way (in log) from 8 to 30 µs; the dispatch counts in both
+    rising = _families(40 * US, 20e-6)
+    rising[WAKE] = [(t + (100 * US if r["x"] == 30e-6 else 0.0), a, r) for t, a, r in rising[WAKE]]
+    fitted = fit_wake(rising, dispatch_s=1e-6)
+    assert fitted["wake_s"] == pytest.approx(40 * US)  # the median of 140, 40, 40, 40 µs
+    assert fitted["wake_after_s"] == pytest.approx(9e-6 * (31 / 9) ** (20 / 140))
     assert fit_wake(_families(1 * US, 20e-6))["wake_s"] == 0.0  # under the noise threshold: no wake
     assert fit_wake(_families(40 * US, 0.5e-3))["wake_s"] == 0.0  # the longest gap alone: not evidence
     assert fit_wake({}) == {"wake_s": 0.0, "wake_after_s": 0.0}  # a calibration from before the primitives
@@ -77,6 +83,7 @@ def _row(model, shape):
 def test_which_ops_open_a_parallel_region(model, shape, parallel):
     assert opens_parallel_region(_row(model, shape), 2) is parallel
     assert opens_parallel_region(_row(model, shape), 1) is False  # one thread opens none
+    assert opens_parallel_region(_row(model, shape), 0) is parallel  # 0: torch's default, several
 
 
 def _sleepy(wake_s=30 * US, after_s=10e-6, threads=2):
@@ -121,25 +128,52 @@ def test_the_calibration_summary_names_the_wake():
     assert wake_summary(_sleepy()) == "threads: a parallel op after 10 µs of serial work waits 30 µs for them to wake"
 
 
-@pytest.mark.serial  # its timing assumes a calibration started within 10 s: not beside other tests' work
-def test_a_calibration_cut_short_keeps_its_whole_rounds(tmp_path):
-    """SIGINT (a time limit's) part-way: the profile is built from the rounds that ended, says how many,
-    and the command exits 130."""
+@pytest.mark.serial  # a calibration in a child process: not beside other tests' work
+def test_a_calibration_stopped_by_sigterm_keeps_its_whole_rounds(tmp_path):
+    """SIGTERM (a time limit's) part-way, with SIGINT ignored as a background job inherits it: the profile
+    is built from the rounds that ended, says how many, and the command exits 130."""
     import json
     import signal
     import subprocess
     import sys
-    import time
 
     out = tmp_path / "cut"
-    # started with SIGINT ignored, as a background job of a non-interactive shell inherits it
-    child = subprocess.Popen([sys.executable, "-m", "crossover", "calibrate", "--smoke", "--rounds", "2000",
+    child = subprocess.Popen([sys.executable, "-m", "crossover", "calibrate", "--smoke", "--rounds", "2000", "-v",
                               "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    time.sleep(10)  # start-up takes ~3 s, a smoke round 0.2 s on the 2-core VM
-    child.send_signal(signal.SIGINT)
-    _, err = child.communicate(timeout=120)
+                             bufsize=1, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        for line in child.stderr:  # the progress lines name the round
+            if "round 3/" in line:
+                break
+        child.send_signal(signal.SIGTERM)
+        err = child.communicate(timeout=120)[1]
+    finally:
+        child.kill()
     assert child.returncode == 130, err
     profile = json.loads((out / "profile.json").read_text())
-    assert 1 <= profile["rounds"] < 2000
+    assert 2 <= profile["rounds"] < 2000
     assert f"stopped after {profile['rounds']} of 2000 rounds" in err
+
+
+def test_rounds_cut_by_an_interrupt_are_kept_whole_only_where_asked():
+    from crossover.measurement.module_rounds import measure_rounds
+
+    calls = [0]
+
+    def step():
+        calls[0] += 1
+        if calls[0] > 60:  # in the third round or later: each visit calls the step a dozen times or more
+            raise KeyboardInterrupt
+
+    options = dataclasses.replace(__import__("crossover.measurement.module_rounds", fromlist=["x"]).ROUND_OPTIONS,
+                                  warmup_s=0.0, min_warmup_calls=1, min_repeats=2, min_run_time_s=0.0,
+                                  max_run_time_s=0.0, min_block_s=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        measure_rounds([("a", step)], rounds=50, options=options)
+    calls[0] = 0
+    visits = measure_rounds([("a", step)], rounds=50, options=options, keep_on_interrupt=True)
+    done = {v["round"] for v in visits}
+    assert done == set(range(len(done))) and 1 <= len(done) < 50  # whole rounds, the cut one dropped
+    calls[0] = 10**9  # cut in the first round: nothing whole to keep
+    with pytest.raises(KeyboardInterrupt):
+        measure_rounds([("a", step)], rounds=50, options=options, keep_on_interrupt=True)

@@ -61,7 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
-        if argv is None:  # the process is the command (not a test's or a notebook's call): stop on signals
+        if argv is None:  # the process is the command (not a test's or a notebook's call): stop on SIGTERM
             handle_stop_signals()
         from .output import resolve_format
 
@@ -75,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"crossover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("crossover: interrupted; results written so far are kept (use --resume)", file=sys.stderr)
+        print("crossover: interrupted; what was written so far is kept (a sweep: --resume)", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_INTERNAL

@@ -9,6 +9,7 @@ everywhere: ``crossover: error: argument --d-model: must be a positive integer, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -258,18 +259,43 @@ def warn(args, line: str) -> None:
 
 
 def handle_stop_signals() -> None:
-    """Make SIGINT and SIGTERM raise ``KeyboardInterrupt`` in this process, whatever it inherited.
+    """Make SIGTERM raise ``KeyboardInterrupt`` in this process (as SIGINT does, where it is not ignored).
 
-    A time limit (``timeout -s INT``, a scheduler's SIGTERM) then stops a command between rows or rounds
-    with what it measured written, as Ctrl-C does. A process started in the background of a
-    non-interactive shell (the device tool's, CI's) inherits SIGINT ignored, and Python then installs
-    no handler: it ran a calibration to its end through ``timeout -s INT`` until ``-k`` killed it with
-    nothing written.
+    A time limit (``timeout``'s default signal, a scheduler's SIGTERM) then stops a command between rows or
+    rounds with what it measured written, as Ctrl-C does. A SIGINT the parent set to ignored stays ignored
+    (a background job of a non-interactive shell inherits it so): the GPU run script's stage limits send
+    SIGTERM for that reason (with SIGINT a calibration ran on through ``timeout -s INT`` until ``-k``
+    killed it with nothing written). Off the main thread (a library call from a worker) nothing changes.
     """
     import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
 
     def stop(signum, frame):
         raise KeyboardInterrupt
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Hold SIGINT and SIGTERM while the block runs (a profile being fitted and written), deliver them after.
+
+    Yields
+    ------
+    None
+    """
+    import signal
+    import threading
+
+    held = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..jsonable import schema_tag
-from ..opcost.thread_wake import WAKE_GAPS_S, wake_summary
 from ..units import format_quantity, format_seconds
 from .args import UsageError, add_device, non_negative_int, positive_int, print_json, warn
 from .output import print_tables, wants_table
@@ -225,9 +224,11 @@ def _cmd_calibrate(args) -> int:
     import dataclasses
     import sys
 
-    from ..opcost.calibrate import run_calibration
+    from ..opcost.calibrate import check_out_dir, measure_calibration, save_calibration
     from ..opcost.calibration_plan import PLANS, points
+    from ..opcost.thread_wake import WAKE_GAPS_S, wake_summary
     from ..progress import Progress, wants_progress
+    from .args import signals_deferred
 
     if args.rebuild:
         from ..opcost.calibrate import rebuild_profile
@@ -244,11 +245,14 @@ def _cmd_calibrate(args) -> int:
     total = plan.rounds * (len(points(plan, args.device)) + 1)
     bar = Progress(total, enabled=wants_progress(quiet=args.quiet or args.json, asked=args.verbose > 0),
                    desc="calibrating")
-    profile = run_calibration(args.device, args.out, plan=plan, seed=args.seed, threads=args.threads,
-                              machine=args.machine, force=args.force, on_progress=bar.update)
+    check_out_dir(args.out, args.force)
+    run = measure_calibration(args.device, plan, seed=args.seed, threads=args.threads, on_progress=bar.update,
+                              keep_on_interrupt=True)  # Ctrl-C, a time limit: the whole rounds are kept
     bar.close()
+    with signals_deferred():  # a second signal waits for the profile to be fitted and written
+        profile = save_calibration(args.out, run, machine=args.machine)
     done = int(profile.meta.get("rounds") or plan.rounds)
-    if done < plan.rounds:  # interrupted (Ctrl-C, a time limit's SIGINT): the whole rounds are kept
+    if done < plan.rounds:
         warn(args, f"calibration stopped after {done} of {plan.rounds} rounds: the profile is built from those")
     if args.json:
         print_json(profile.to_json())

@@ -16,9 +16,9 @@ parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost
 40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
 kernel faults them in page by page) less filling one kept, over its bytes (0.25 ns per byte on the
 2-core VM, 10-16 times the cost of writing it). ``wake_s`` and ``wake_after_s``: what a parallel op pays
-once its threads slept, and after how long a serial gap (:mod:`crossover.opcost.thread_wake`). The noise
-floor is the drift reference's mean relative deviation from its median over rounds. A run cut short (a
-time limit's SIGINT) keeps its whole rounds; ``meta["rounds"]`` counts them.
+once its threads slept, and after how long a serial gap (:mod:`crossover.opcost.thread_wake`; not timed at
+one thread). The noise floor is the drift reference's mean relative deviation from its median over rounds.
+``crossover calibrate`` cut short (Ctrl-C, a time limit) keeps its whole rounds; ``meta["rounds"]`` counts them.
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
@@ -94,8 +94,8 @@ class CalibrationRun:
 
 
 def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int = 0, threads: int = 0,
-                        extra_steps: Sequence[tuple] = (),
-                        on_progress: Optional[Callable[[str], None]] = None) -> CalibrationRun:
+                        extra_steps: Sequence[tuple] = (), on_progress: Optional[Callable[[str], None]] = None,
+                        keep_on_interrupt: bool = False) -> CalibrationRun:
     """Time every primitive of ``plan`` on ``device`` in shuffled interleaved rounds (nothing written).
 
     Parameters
@@ -111,6 +111,8 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         against, so that machine drift falls on both alike); they do not enter the profile.
     on_progress : callable, optional
         Called with a label after every visit.
+    keep_on_interrupt : bool
+        On ``KeyboardInterrupt`` after a whole round, return the whole rounds (``rounds_done``), not raise.
 
     Returns
     -------
@@ -127,7 +129,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
     start = time.perf_counter()
     llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
     with num_threads(threads) as threads_used:
-        plan_points = points(plan, device)
+        plan_points = [p for p in points(plan, device) if not (p.family == WAKE and threads_used == 1)]
         pools = {}
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
@@ -141,7 +143,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         visits = measure_rounds(steps + list(extra_steps), rounds=plan.rounds, options=plan.options, seed=seed,
                                 device=device, reference=(reference.key, make_step(reference, device)),
                                 on_progress=on_progress, regime="throughput" if device == "cuda" else "latency",
-                                keep_on_interrupt=True)  # a time limit's SIGINT keeps the whole rounds
+                                keep_on_interrupt=keep_on_interrupt)
     by_key = {p.key: p for p in [*plan_points, reference]}
     rows, extra = [], []
     for visit in visits:
@@ -212,7 +214,7 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     -------
     Profile
     """
-    check_out_dir(out_dir, force)
+    check_out_dir(out_dir, force)  # Ctrl-C raises here (crossover calibrate keeps the whole rounds instead)
     run = measure_calibration(device, plan, seed=seed, threads=threads, on_progress=on_progress)
     return save_calibration(out_dir, run, machine=machine)
 
@@ -227,9 +229,8 @@ def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
 def rebuild_profile(directory) -> Profile:
     """Rebuild ``DIR/profile.json`` from ``DIR/calibration.csv.gz`` with this code's :func:`build_profile`.
 
-    The machine, device, thread count, caches and the run's metadata (plan, environment, timer) are
-    kept from the profile already there; everything computed from the visits is computed anew (a
-    change of how visits become costs reaches profiles measured before it).
+    The machine, device, threads, caches and the run's metadata (plan, environment, timer) are kept from the
+    profile there; all else is computed anew (a change of how visits become costs reaches old profiles).
 
     Returns
     -------

@@ -94,16 +94,14 @@ class Plan:
     conv_sizes: tuple = (16, 32)
     #: Batches of the native (oneDNN off) convolutions: PyTorch takes that path for single images only.
     native_batches: tuple = (1, 2, 4, 8)
-    #: Whether to time 1-D convolutions too (:mod:`crossover.opcost.conv_primitives`).
+    #: Whether to time 1-D and transposed convolutions too (:mod:`crossover.opcost.conv_primitives`; a CPU's)
     conv1d: bool = True
-    #: Transposed convolutions (a CPU's: :data:`crossover.opcost.conv_primitives.TRANSPOSED`).
     conv_transposed: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
     reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32))
-    #: Visits of each reference step per round, at two places of its shuffled order: on the 2-core VM a
-    #: 2-thread visit runs in one of the host's modes for its whole length (the reference MLP's training
-    #: step at batch 1: ~160 or ~265 µs), slow in 3, 5 and 8 of a sitting's 8 rounds; one fast visit
-    #: is what the 10th percentile needs.
+    #: Visits of each reference step per round, at two places of its shuffled order: on the 2-core VM a 2-thread
+    #: visit runs in one of the host's modes for its whole length (the reference MLP's batch-1 training step:
+    #: ~160 or ~265 µs), slow in 3, 5 and 8 of 8 rounds; one fast visit is what the 10th percentile needs.
     reference_visits: int = 2
     cold_pool_factor: float = 2.0  # the cold weights' pool spans this many last-level caches
 
@@ -242,7 +240,8 @@ def points(plan: Plan, device: str = "cpu") -> list:
     out += [Point("overhead", "sgd", n=p) for p in SGD_PARAMS]
     if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none); thread wake-ups
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
-        out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap) for family, name, gap, (n,) in wake_points()]
+        out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
+                for family, name, gap, (n,) in wake_points()]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:
@@ -391,8 +390,9 @@ def _matmul_step(point: Point, device: str, llc: int, pool_factor: float, cache:
         return lambda: torch.addmm(bias, x, weight_t)
     copies = max(2, math.ceil(pool_factor * llc / (4 * point.k * point.n)))
     key = (point.n, point.k, copies, device)
-    if key not in cache:  # a pool per weight shape, for every batch; constant: randn took 14 s for the VM's
-        cache[key] = [w.t() for w in torch.full((copies, point.n, point.k), 0.01, device=device)]  # 960 MiB
+    if key not in cache:  # a pool per shape for every batch; no two pages alike (no merging); randn took 14 s
+        pool = torch.arange(copies * point.n * point.k, dtype=torch.float32, device=device).mul_(1e-9)
+        cache[key] = [w.t() for w in pool.view(copies, point.n, point.k)]
     weights = itertools.cycle(cache[key])
     return lambda: torch.addmm(bias, x, next(weights))
 

@@ -184,9 +184,11 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
     inference = not any(row.get("phase") in ("backward", "optimizer") for row in rows)
+    timeline = []  # (row, seconds, dispatch) before the composition terms, in the order the step runs them
     for row in rows:
         cost = op_cost(profile, row, cold=cold, inference=inference)
         base = cost
+        timeline.append((row, base.host_s, base.floor_s))
         if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
             cost = _scaled(cost, 1.0 + profile.conv_forward_extra, on_gpu)
             conv_forward += _beyond_floor(base, on_gpu)
@@ -225,11 +227,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the
     # host's work between ops as the primitives cost it, without the composition terms (fitted after
     # the wake-ups, on the residual they leave: the same gaps in the fit and in a prediction)
-    between = module_calls * o("module_call_s") + autograd / (1.0 + profile.train_host_extra)
-    wake, wake_regions, regions = step_wake_s(profile, [(row, t, cost.floor_s) for t, row, cost in costs],
-                                              between / max(len(costs), 1))
-    unsure_wake = (regions - wake_regions) * o("wake_s")  # gaps the count put under the threads' spin
-    host += wake
+    between_s = module_calls * o("module_call_s") + autograd / (1.0 + profile.train_host_extra)
+    wake_paid_s, wake_regions, regions = step_wake_s(profile, timeline, between_s / max(len(timeline), 1))
+    wake_unsure_s = (regions - wake_regions) * o("wake_s")  # gaps the count put under the threads' spin
+    host += wake_paid_s
     sync = (o("step_sync_s") or o("sync_s")) if on_gpu else 0.0
     copy = 0.0
     if on_gpu and transfer and input_bytes:
@@ -240,17 +241,17 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         launch_part = floors + max(host - device, 0.0) + sync + copy
     else:
         busy = host
-        launch_part = floors + overhead - faults + wake  # page faults: the memory system's work, not dispatch
+        launch_part = floors + overhead - faults + wake_paid_s  # page faults: the memory system's work, not dispatch
         memory += faults
     latency = busy + sync + copy
-    by_family["overhead"] += overhead + wake if not on_gpu else max(host - device, 0.0)
+    by_family["overhead"] += overhead + wake_paid_s if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
     r = max(spread, profile.noise_floor_rel, profile.interval_rel or profile.model_error_rel)
     if faults > HEAP_FAULT_WARN_SHARE * latency:
         warnings.append(heap_fault_warning(fresh, faults, latency))
-    if unsure_wake > WAKE_WARN_SHARE * latency:
-        warnings.append(wake_warning(profile, regions, wake_regions, unsure_wake))
+    if wake_unsure_s > WAKE_WARN_SHARE * latency:
+        warnings.append(wake_warning(profile, regions, wake_regions, wake_unsure_s))
     shares = {"launch": launch_part / latency, "memory": memory / latency, "compute": compute / latency} \
         if latency > 0 else {"launch": 0.0, "memory": 0.0, "compute": 0.0}
     costs.sort(key=lambda item: -item[0])
@@ -261,9 +262,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     # and the ops no primitive covers (each one's cost carries a warning) off by UNCOVERED_FACTOR either way
     low = (latency - faults) * (1 - r) - uncovered * (1 - 1 / UNCOVERED_FACTOR)
     return dict(latency_s=latency, latency_low_s=max(low, 0.1 * latency),
-                latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1) + unsure_wake, fault_s=faults,
+                latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1) + wake_unsure_s, fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
-                autograd_s=autograd, wake_s=wake, wake_regions=wake_regions, conv_forward_s=conv_forward,
+                autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, conv_forward_s=conv_forward,
                 backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -335,9 +336,11 @@ def _none_to_inf(value) -> float:
 
 # ------------------------------------------------------------------------------------------- I/O
 def write_profile(directory, profile: Profile) -> Path:
-    """Write ``DIR/profile.json`` (the directory must exist)."""
+    """Write ``DIR/profile.json`` (the directory must exist), whole or not at all (a temporary file renamed)."""
     path = Path(directory) / PROFILE_NAME
-    path.write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    os.replace(partial, path)
     return path
 
 

@@ -13,9 +13,9 @@ past which they sleep); :func:`step_wake_s` walks a step's ops in order and char
 parallel op whose serial gap since the last parallel one reaches ``wake_after_s``.
 
 Which ops open a region (:func:`opens_parallel_region`) was read off torch 2.13's CPU build (MKL 2024.2,
-GNU OpenMP) on the 2-core VM at two threads, each op timed alone and after a 30 µs gap with
-``GOMP_SPINCOUNT=1000`` (threads asleep after ~1 µs), where a parallel op paid 25-80 µs more
-(``experiments/bench_parallel_regions.py``, its log). With the runtime's default spin the VM's threads
+GNU OpenMP) on the 2-core VM at two threads, each op timed after a 30 µs gap with its threads spinning
+and with them asleep, where a parallel op paid tens of microseconds more (``experiments/bench_parallel_regions.py``,
+its log). With the runtime's default spin the VM's threads
 slept only after 1-3 ms of serial work (the wake primitive read nothing below 1 ms), so no zoo step
 there pays; on the 16-core hosts of the GPU machines some batch-1 steps run 3-5 times slower at 16
 threads than at one (LeNet-5, the MNIST MLP's training step), which this term is there to show or rule
@@ -96,8 +96,20 @@ def fit_wake(families: Mapping, dispatch_s: float = 0.0) -> dict:
     threshold (:data:`WAKE_MIN_S`, :data:`WAKE_MIN_SHARE`) is none. The threads sleep from the shortest
     gap from which every longer one's extra passes it, two gaps at least (a smoke calibration's 2 rounds
     read 3 µs at the longest gap alone): ``wake_s`` is the median of those extras,
-    ``wake_after_s`` where the extras cross half of it (log-linear between that gap and the one before),
-    counted as a step counts its gaps, with the ReLU's own dispatch (``dispatch_s``) before its region.
+    ``wake_after_s`` where the extras cross half of it (log-linear between that gap and the one before,
+    or back to back), counted as a step counts its gaps, with the ReLU's own dispatch before its region.
+
+    Parameters
+    ----------
+    families : mapping
+        Family name -> ``(seconds, spread, row)`` of each primitive (``row["x"]``: the gap, seconds).
+    dispatch_s : float
+        The profile's dispatch floor.
+
+    Returns
+    -------
+    dict
+        ``wake_s`` and ``wake_after_s``, seconds.
     """
     by_gap = {}
     for seconds, _, row in families.get(WAKE, []):
@@ -117,12 +129,13 @@ def fit_wake(families: Mapping, dispatch_s: float = 0.0) -> dict:
     paid = sorted(extras[first:])
     middle = len(paid) // 2
     wake = paid[middle] if len(paid) % 2 else 0.5 * (paid[middle - 1] + paid[middle])
-    high = gaps[first] + dispatch_s
-    if not first:  # asleep from the shortest gap tried: the window lies below it
-        return {"wake_s": float(wake), "wake_after_s": float(high / 2)}
-    low, below, above = gaps[first - 1] + dispatch_s, extras[first - 1], extras[first]
-    share = min(max((0.5 * wake - below) / (above - below), 0.0), 1.0) if above > below else 1.0
-    return {"wake_s": float(wake), "wake_after_s": float(low * (high / low) ** share)}
+    # the gap before paid nothing (back to back, 0, where the shortest gap already paid): half the wake is
+    # reached that far, log-linearly, between its gap and the first that paid (each with the ReLU's dispatch)
+    low = (gaps[first - 1] if first else 0.0) + dispatch_s
+    high, above = gaps[first] + dispatch_s, extras[first]
+    share = min(max(0.5 * wake / above, 0.0), 1.0)
+    after = low * (high / low) ** share if low > 0 else share * high
+    return {"wake_s": float(wake), "wake_after_s": float(after)}
 
 
 def _largest(row: Mapping) -> int:
@@ -178,7 +191,7 @@ def opens_parallel_region(row: Mapping, threads: int) -> bool:
 
 
 def step_wake_s(profile, timed_rows: Sequence[tuple], between_s: float = 0.0) -> tuple:
-    """The wake-ups of a CPU step's parallel ops: ``(seconds, regions that pay, parallel regions)`` (pure).
+    """The wake-ups of a CPU step's parallel ops (pure).
 
     ``timed_rows``: ``(row, seconds, floor_s)`` in the order the step runs them (``floor_s``: the op's
     dispatch); ``between_s``: the host's work between two ops (module calls, autograd's bookkeeping).
@@ -186,6 +199,11 @@ def step_wake_s(profile, timed_rows: Sequence[tuple], between_s: float = 0.0) ->
     dispatch; the first one's includes the step's serial tail, as steps run back to back. Nothing where
     the profile has no wake (``wake_s`` 0: its threads outlast every gap the calibration tried, or it
     predates the primitives), on one thread, or on a GPU.
+
+    Returns
+    -------
+    tuple
+        ``(seconds paid, parallel ops that pay, parallel ops)``.
     """
     wake, after = profile.overhead("wake_s"), profile.overhead("wake_after_s")
     threads = getattr(profile, "threads", 0)
