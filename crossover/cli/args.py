@@ -53,7 +53,8 @@ EXIT_USAGE = 2
 #: failing: one line, rerun with ``-v`` (or ``CROSSOVER_DEBUG=1``) for the traceback).
 EXIT_OK, EXIT_REGRESSION, EXIT_INTERNAL = 0, 1, 3
 EXIT_CODES_TEXT = ("exit status: 0 fine; 1 a regression found (compare --fail-above); 2 bad input (one line "
-                   "on stderr); 3 an internal error (one line; rerun with -v for the traceback)")
+                   "on stderr); 3 an internal error (one line; rerun with -v for the traceback); 130 stopped by "
+                   "Ctrl-C or SIGTERM (what was measured is written: a sweep's rows, a calibration's whole rounds)")
 
 #: ``--statistic``'s help, the same in every command that takes it: one definition of a point's latency
 #: (:data:`crossover.results.statistics.STATISTICS`).
