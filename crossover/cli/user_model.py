@@ -242,7 +242,7 @@ def _cmd_calibrate(args) -> int:
     plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
     if args.rounds:
         plan = dataclasses.replace(plan, rounds=args.rounds)
-    total = plan.rounds * (len(points(plan, args.device)) + 1)
+    total = plan.rounds * (len(points(plan, args.device, args.threads)) + 1)
     bar = Progress(total, enabled=wants_progress(quiet=args.quiet or args.json, asked=args.verbose > 0),
                    desc="calibrating")
     check_out_dir(args.out, args.force)

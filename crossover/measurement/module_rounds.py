@@ -63,7 +63,7 @@ def measure_rounds(points: Sequence[tuple], *, rounds: int, options: TimerOption
     on_progress : callable, optional
         Called with a short label after every visit.
     keep_on_interrupt : bool
-        On ``KeyboardInterrupt`` (Ctrl-C, a time limit's SIGINT) after at least one whole round, return
+        On ``KeyboardInterrupt`` (Ctrl-C, a time limit's SIGTERM in the CLI) after at least one whole round, return
         the whole rounds' visits (the cut round's are dropped) instead of raising.
 
     Returns

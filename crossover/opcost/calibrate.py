@@ -90,7 +90,7 @@ class CalibrationRun:
     llc: int
     elapsed_s: float
     cache_bytes: int = 0
-    rounds_done: int = 0  # whole rounds timed: fewer than the plan's where a SIGINT cut the run short
+    rounds_done: int = 0  # whole rounds timed: fewer than the plan's where an interrupt cut the run short
 
 
 def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int = 0, threads: int = 0,
@@ -107,8 +107,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
     threads : int
         CPU intra-op threads (0: torch's default).
     extra_steps : sequence of (key, callable)
-        Steps timed in the same rounds as the primitives (e.g. the models a prediction is checked
-        against, so that machine drift falls on both alike); they do not enter the profile.
+        Timed in the primitives' rounds (models a prediction is checked on: drift hits both); not profiled.
     on_progress : callable, optional
         Called with a label after every visit.
     keep_on_interrupt : bool
@@ -129,7 +128,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
     start = time.perf_counter()
     llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
     with num_threads(threads) as threads_used:
-        plan_points = [p for p in points(plan, device) if not (p.family == WAKE and threads_used == 1)]
+        plan_points = points(plan, device, threads_used)
         pools = {}
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
@@ -176,7 +175,8 @@ def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = N
         writer.writeheader()
         writer.writerows(run.rows)
     env = environment()
-    meta = dict(plan=run.plan.name, rounds=run.rounds_done or run.plan.rounds, seed=run.seed, statistic="p10", elapsed_s=run.elapsed_s,
+    meta = dict(plan=run.plan.name, rounds=run.rounds_done or run.plan.rounds, seed=run.seed, statistic="p10",
+                elapsed_s=run.elapsed_s,
                 device_name=env.get("gpu_name") if run.device == "cuda" else env.get("cpu_model"),
                 timer=asdict(run.plan.options), environment=env)
     profile = build_profile(run.rows, device=run.device, machine=machine or env["machine"], threads=run.threads,

@@ -229,8 +229,8 @@ def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
     return buffers + [4.0 * math.prod(c) for c in copies]
 
 
-def points(plan: Plan, device: str = "cpu") -> list:
-    """The primitives of ``plan`` on ``device``, in a fixed order (each round shuffles them)."""
+def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
+    """The primitives of ``plan`` on ``device`` at ``threads`` (0: several), in a fixed order (rounds shuffle it)."""
     from .gpu_ops import gru_flops
     from .layer_primitives import layer_points
     from .op_costs import NARROW_N, attention_flops
@@ -241,7 +241,7 @@ def points(plan: Plan, device: str = "cpu") -> list:
     if device == "cpu":  # page faults of fresh host memory (a GPU's caching allocator has none); thread wake-ups
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
         out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
-                for family, name, gap, (n,) in wake_points()]
+                for family, name, gap, (n,) in wake_points() if threads != 1]  # one thread: no team to wake
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:

@@ -217,17 +217,18 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
     faults = 0.0 if on_gpu else fresh * o("fresh_byte_s")  # a GPU's caching allocator faults nothing
     overhead = module_calls * o("module_call_s") + faults + host_events(rows, module_calls) * o("event_s")
-    autograd = 0.0
+    autograd = autograd_calibrated = 0.0  # the latter as the primitives cost it, without train_host_extra
     if train:
-        autograd = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
-                    + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
-                    + n_params * o("optimizer_param_s")) * (1.0 + profile.train_host_extra)
+        autograd_calibrated = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
+                               + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
+                               + n_params * o("optimizer_param_s"))
+        autograd = autograd_calibrated * (1.0 + profile.train_host_extra)
         overhead += autograd
     host += overhead
     # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the
     # host's work between ops as the primitives cost it, without the composition terms (fitted after
     # the wake-ups, on the residual they leave: the same gaps in the fit and in a prediction)
-    between_s = module_calls * o("module_call_s") + autograd / (1.0 + profile.train_host_extra)
+    between_s = module_calls * o("module_call_s") + autograd_calibrated
     wake_paid_s, wake_regions, regions = step_wake_s(profile, timeline, between_s / max(len(timeline), 1))
     wake_unsure_s = (regions - wake_regions) * o("wake_s")  # gaps the count put under the threads' spin
     host += wake_paid_s
