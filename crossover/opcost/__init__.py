@@ -11,6 +11,7 @@ op_costs          one traced op's cost on a profile (pure)
 streaming         a CPU step's memory-bound ops at the rate its stream of fresh buffers moves them (pure)
 activations       a CPU's activation functions (tanh, GELU, ...) costed by primitives of their own
 thread_wake       a CPU's parallel ops after serial work: which open a region, what waking the threads costs
+fused_layers      a CPU's fused inference layers (attention, encoder layer) timed whole against their kernels
 module_predict    a module's step latency per device, and where devices cross
 ================  ====================================================================
 """

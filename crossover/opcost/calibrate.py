@@ -2,23 +2,24 @@
 
 :func:`run_calibration` times every primitive of a plan (:mod:`crossover.opcost.calibration_plan`) in
 shuffled interleaved rounds with a drift reference opening each round
-(:func:`crossover.measurement.module_rounds.measure_rounds`), writes every visit to ``DIR/calibration.csv.gz`` and
-condenses them with :func:`build_profile` into ``DIR/profile.json`` (:class:`crossover.opcost.profiles.Profile`).
+(:func:`crossover.measurement.module_rounds.measure_rounds`), writes every visit to ``DIR/calibration.csv.gz``
+and condenses them with :func:`build_profile` into ``DIR/profile.json`` (:class:`~.profiles.Profile`).
 
-How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over
-the rounds whose drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level
-(all rounds if none did). The overheads are differences of primitives: ``grad_record_s`` is the
-per-op slope of a multiplication chain with autograd recording minus the same chain under
-``no_grad``; the backward engine's cost per op and per call come from the slope and intercept of
-(forward + backward) − forward over two chain lengths, less the backward's own multiplications; the
-optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
-parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a
-40 MiB tensor allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the
-kernel faults them in page by page) less filling one kept, over its bytes (0.25 ns per byte on the
-2-core VM, 10-16 times the cost of writing it). ``wake_s`` and ``wake_after_s``: what a parallel op pays
-once its threads slept, and after how long a serial gap (:mod:`crossover.opcost.thread_wake`; not timed at
-one thread). The noise floor is the drift reference's mean relative deviation from its median over rounds.
-``crossover calibrate`` cut short (Ctrl-C, a time limit) keeps its whole rounds; ``meta["rounds"]`` counts them.
+How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over the rounds whose
+drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level (all rounds if none
+did). The overheads are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain
+with autograd recording minus the same chain under ``no_grad``; the backward engine's cost per op and per call come
+from the slope and intercept of (forward + backward) − forward over two chain lengths, less the backward's own
+multiplications; the optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
+parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a 40 MiB tensor
+allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the kernel faults them in page by
+page) less filling one kept, over its bytes (0.25 ns per byte on the 2-core VM, 10-16 times the cost of writing it).
+``wake_s`` and ``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
+(:mod:`crossover.opcost.thread_wake`; not timed at one thread). ``fused_mha_s``, ``fused_mha_scale``
+(``fused_encoder_`` alike): the fused inference layers timed whole against their kernels
+(:mod:`crossover.opcost.fused_layers`). The noise floor is the drift reference's mean relative deviation from its
+median over rounds. ``crossover calibrate`` cut short (Ctrl-C, a time limit) keeps its whole rounds;
+``meta["rounds"]`` counts them.
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
@@ -60,6 +61,8 @@ from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .thread_wake import WAKE, fit_wake
+from .fused_layers import FUSED, fit_fused
+from .op_costs import FRESH_MIN_BYTES, op_cost
 from .composition import with_composition
 from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .layer_primitives import beyond_the_op
@@ -76,10 +79,9 @@ CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "
 
 @dataclass(frozen=True)
 class CalibrationRun:
-    """What :func:`measure_calibration` timed: ``rows`` (one :data:`CSV_COLUMNS` dict per visit of a
-    primitive or of the drift reference), ``extra_visits`` (the visits of the extra steps, as
-    :func:`crossover.measurement.module_rounds.measure_rounds` returns them), the threads used, the last-level
-    cache (or GPU L2) bytes and the seconds it took."""
+    """What :func:`measure_calibration` timed: ``rows`` (one :data:`CSV_COLUMNS` dict per visit of a primitive
+    or the drift reference), ``extra_visits`` (the extra steps', as ``measure_rounds`` returns them), the
+    threads used, the last-level cache (or GPU L2) bytes and the seconds it took."""
 
     device: str
     plan: Plan
@@ -371,8 +373,6 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
     """``by_point`` with the page faults of each primitive's fresh buffers (32 MiB or more: its output,
     a oneDNN convolution's blocked copies, :func:`crossover.opcost.calibration_plan.fresh_buffers`) taken
     out of its time: a prediction adds them for the buffers a model allocates, not for in-place ops."""
-    from .op_costs import FRESH_MIN_BYTES
-
     out = {}
     for key, (seconds, spread, row) in by_point.items():
         shape = _shape(row)
@@ -387,9 +387,8 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
 #: (grid, family, primitive, cold) of the profile's grids.
 _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm", True),
           ("matmul_outer", "matmul_outer", "mm", False), ("matmul_host", "matmul_host", "mm", False),
-          ("matmul_narrow", "matmul_narrow", "addmm", False),
-          ("conv", "conv", "conv2d", False), ("conv_backward", "conv_backward", "conv2d", False),
-          ("conv_native", "conv", "conv2d_native", False),
+          ("matmul_narrow", "matmul_narrow", "addmm", False), ("conv", "conv", "conv2d", False),
+          ("conv_backward", "conv_backward", "conv2d", False), ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False),
           ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID)
 
@@ -451,7 +450,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
-                      ATTENTION_BACKWARD, WAKE):
+                      ATTENTION_BACKWARD, WAKE, FUSED):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
@@ -465,16 +464,13 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell
         flop_rates.append(_reference_flop_rate(rows, drifted))
-    # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) a
-    # product's extra FLOPs run at the best rate the calibration reached, not the edge cell's own: larger
-    # products only fill the device better (profiles.Grid). On a GPU that includes the drift reference's
-    # rate (H100: 48.2 TFLOP/s against the grid's best 34.2; the encoder layer's feed-forward products at
-    # batch 512 were costed 1.01 ms each instead of ~0.71). On a CPU past the largest weights each extra
-    # weight is read at the edge cell's own rate (Grid.weights_stream: a one-row product is memory-bound).
-    # A GPU convolution grid's edge cells are often launch-bound, so their rate says nothing of a larger
-    # convolution's (H100: a 1-D convolution at batch 512 costed at a 19.5 µs cell's 2.2 TFLOP/s against
-    # the best 62, 157 µs for a step measured at 254): its extra FLOPs run at the grid's best rate; on a
-    # CPU an edge cell's time is its own work, out of cache, and its rate stands.
+    # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) extra
+    # FLOPs run at the best rate the calibration reached, not the edge cell's (profiles.Grid); on a GPU
+    # that includes the drift reference's (H100: 48.2 TFLOP/s against the grid's 34.2; feed-forward products
+    # at batch 512 were costed 1.01 ms each, not ~0.71). On a CPU past the largest weights each extra weight
+    # is read at the edge cell's rate (Grid.weights_stream). A GPU convolution grid's launch-bound edge cells
+    # say nothing of a larger convolution's rate (H100: a 1-D one at batch 512 costed at 2.2 TFLOP/s against
+    # the best 62, 157 µs for 254 measured): the grid's best; a CPU edge cell's own work stands.
     streams = ("matmul", "matmul_cold") if device == "cpu" else ()
     grids = {name: (replace(grid, rate=max(flop_rates), weights_stream=name in streams)
                     if name.startswith("matmul") and name != "matmul_narrow"
@@ -493,6 +489,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                       cache_bytes=cache_bytes, threads=threads, peak_flop_rate=max(flop_rates),
                       peak_bandwidth=max(bandwidths, default=math.inf),
                       spread_rel=spread, noise_floor_rel=noise_floor, meta=extra)
+    if device == "cpu":  # the fused inference layers, timed whole, against their kernels' cost on this profile
+        cost = lambda row: op_cost(profile, row, inference=True).host_s  # noqa: E731
+        profile = replace(profile, overheads={**overheads, **fit_fused(families, cost, overheads["module_call_s"])})
     # The composition is fitted in the regime predictions are for: on a GPU the synchronised steps where
     # the calibration has them (a calibration from before them: the queued ones).
     family = SYNCED_MODEL if families.get(SYNCED_MODEL) else "model"

@@ -7,9 +7,10 @@ together exceed the last-level cache), products with a short inner dimension (we
 convolution forward and backward over batches × channel/kernel combinations at two image sizes, also
 with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB
 tensor (page faults), a parallel op after serial gaps (thread wake-ups), elementwise ops, reductions and
-max-pooling from 1K to 16M elements, scaled-dot-product attention, on CUDA the synchronisation and
-host→device copies, and the whole steps of two small reference models (:data:`REFERENCE_MODELS`), which
-calibrate what composing ops costs beyond their sum. :func:`points` lists a plan's primitives as
+max-pooling from 1K to 16M elements, scaled-dot-product attention, on a CPU the fused attention and
+encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and the whole
+steps of two small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
+beyond their sum. :func:`points` lists a plan's primitives as
 :class:`Point` records; :func:`make_step` builds one's step function on a device. Nothing is timed here.
 """
 
@@ -27,6 +28,7 @@ from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS,
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, backward_step
 from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
+from .fused_layers import FUSED, fused_points, fused_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
@@ -116,14 +118,12 @@ PLANS = {
                  (16, 32, 64, 128, 256, 512, 768, 1024, 2048), (64, 128, 256, 512, 1024, 2048),
                  ((784, 128), (128, 784), (256, 1024), (1024, 256), (128, 10), (400, 120)), (1, 8, 64, 512),
                  tuple(2**k for k in range(10, 25)), _ALL_ELEMENTWISE, _ALL_REDUCTION,
-                 _CONV + ((8, 32, 5), (128, 128, 3)),
-                 (1, 2, 4, 8, 16, 32, 64),
+                 _CONV + ((8, 32, 5), (128, 128, 3)), (1, 2, 4, 8, 16, 32, 64),
                  tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 8, 128, 32), (1, 16, 512, 64),
                                                                                  (8, 4, 16, 16), (64, 4, 16, 16))),
     "quick": Plan("quick", 8, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (16, 32, 64, 128, 192, 256, 384, 512, 768, 1024),
                   (64, 128, 256, 512, 1024), ((784, 128), (128, 784), (256, 1024), (1024, 256)), (1, 64),
-                  tuple(2**k for k in range(10, 25, 2)), ("add", "relu", "clone", "bernoulli"), _ALL_REDUCTION, _CONV,
-                  (1, 4, 16, 64),
+                  tuple(2**k for k in range(10, 25, 2)), ("add", "relu", "clone", "bernoulli"), _ALL_REDUCTION, _CONV, (1, 4, 16, 64),
                   tuple((b, 4, s, 64) for b in (1, 8, 64) for s in (16, 64, 256)) + ((8, 4, 16, 16), (64, 4, 16, 16)),
                   outer_k=(1, 4, 16, 64), outer_mn=(64, 256, 1024)),
     "smoke": Plan("smoke", 2, TimerOptions(warmup_s=0.0, min_warmup_calls=1, min_repeats=2, min_run_time_s=0.001,
@@ -266,8 +266,9 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         family = {"max_pool2d": "pool", "max_pool2d_backward": "pool_backward"}.get(name, "reduction")
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=_reduction_shape(name, n)) for n in plan.sizes]
     out += [Point(family, name, n=n, x=x, shape=shape) for family, name, n, x, shape in layer_points(plan.sizes)]
-    if device == "cpu":  # bmm of many small matrices, and the one product of their rows
-        out += [Point(family, name, m=count, shape=shape) for family, name, count, shape in batched_points()]
+    if device == "cpu":  # bmm of many small matrices beside the one product of their rows; fused layers whole
+        out += [Point(family, name, m=count, shape=shape) for family, name, count, shape in
+                batched_points() + fused_points()]
     if device == "cpu" and "softmax" in plan.reduction_ops:  # softmax and layer norm over rows of 16 too
         out += [Point(family, name, n=n, x=x, shape=shape)
                 for family, name, n, x, shape in short_row_points(plan.sizes)]
@@ -291,7 +292,6 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.cpu_rnn_shapes]
         out += [Point("rnn", "lstm", x=gru_flops(b, t, h, h, 4), shape=(b, t, h)) for b, t, h in plan.cpu_lstm_shapes]
     return out
-
 
 
 #: The drift reference on a GPU: a product long enough (17 GFLOP, ~0.3 ms on an H100) that queued
@@ -453,8 +453,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return backward_step(point.shape, device)
     if point.family == SHORT_ROWS:
         return short_row_step(point.name, point.shape, device)
-    if point.family == BATCHED:
-        return batched_step(point.name, point.shape, device)
+    if point.family in (BATCHED, FUSED):
+        return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
     if point.family == WAKE:
         return wake_step(point.x, device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):

@@ -25,7 +25,8 @@ bounds it. How each kind is costed:
 - Fused ops that run several kernels inside (``_transformer_encoder_layer_fwd``,
   ``_native_multi_head_attention``, the ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast
   path of inference): the sum of the kernels PyTorch's CPU implementation runs, derived from their
-  shapes (13 for an encoder layer: projections, attention by ``bmm`` and softmax, adds, layer norms).
+  shapes (13 for an encoder layer: projections, attention by ``bmm`` and softmax, adds, layer norms),
+  as ``fixed + scale × sum`` where the calibration timed the fused op whole (:mod:`.fused_layers`).
 - Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning
   naming the op (never silently).
 
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
+from .fused_layers import fused_terms
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .attention_heads import head_seconds
@@ -453,7 +455,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     if fused is not None:
         parts = [op_cost(profile, sub, cold=cold, inference=inference) for sub in fused]
         view = profile.overhead("view_s") * _FUSED_VIEWS
-        return OpCost(sum(p.host_s for p in parts) + view, sum(p.device_s for p in parts),
+        fixed, scale = fused_terms(profile, name)  # timed whole where the calibration did (.fused_layers)
+        return OpCost(fixed + scale * (sum(p.host_s for p in parts) + view), sum(p.device_s for p in parts),
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)

@@ -1,0 +1,169 @@
+"""PyTorch's fused inference kernels on a CPU timed whole: what the fast path of ``nn.MultiheadAttention``
+and ``nn.TransformerEncoderLayer`` costs beyond the kernels it is costed by (planning, fitting; torch
+only inside the steps).
+
+In ``eval()`` mode under ``no_grad`` those modules run one fused op, ``_native_multi_head_attention`` or
+``_transformer_encoder_layer_fwd``, which a prediction costs as the kernels PyTorch's CPU implementation
+runs inside (:mod:`crossover.opcost.op_costs`: the projections, ``bmm``, softmax, the copies),
+each on its own primitive's curve. Those kernels do not run as their primitives do: the ``bmm`` reads
+transposed views, the heads' copy is strided, the bias-and-rescale kernel is no ReLU, and the module's
+Python checks and the op's own allocations and views add a fixed cost. On the 2-core Xeon VM at one
+thread (the out-of-sample attention block of ``experiments/zoo_unseen``, batch 64, ``torch.profiler``)
+the two ``bmm`` took 1.8 times their cost, the bias-and-rescale kernel 2.6, the copy 8; the op's own
+work and its small ops ~100 µs the kernels do not count: the forward pass of every attention model
+there was under-predicted by 40-55%, the encoder layer's at batch 1 by 22%.
+
+The calibration times each fused op whole (family :data:`FUSED`), in its module's fast path, at two
+shapes (:data:`FUSED_SHAPES`, none of a zoo model's) and four batches, and fits per op
+``measured = fixed + scale × kernels`` (:func:`fit_fused`, relative least squares) where ``kernels`` is
+the op's decomposed cost on the same profile; a prediction costs a fused op as ``fixed + scale ×
+kernels`` (:func:`fused_terms`). A profile without the primitives keeps ``fixed = 0``, ``scale = 1``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, Mapping
+
+__all__ = ["FUSED", "FUSED_OPS", "FUSED_SHAPES", "FUSED_BATCHES", "fused_points", "fused_step", "fit_fused",
+           "fused_terms"]
+
+#: The family of the whole-op primitives (CPU only).
+FUSED = "fused_layer"
+#: The primitive's name -> the fused op its module's fast path runs.
+FUSED_OPS = {"mha": "_native_multi_head_attention", "encoder": "_transformer_encoder_layer_fwd"}
+#: (tokens, width, heads) of the primitives' inputs (the encoder's feed-forward twice the width): a few
+#: wide tokens and many narrow ones, so the fit sees the projections' share and the attention core's.
+FUSED_SHAPES = ((32, 128, 4), (128, 32, 2))
+FUSED_BATCHES = (1, 4, 16, 64)
+#: The scale's bounds: the kernels' cost may be off, not meaningless.
+SCALE_BOUNDS = (0.5, 4.0)
+
+
+def fused_points() -> list:
+    """``(family, name, batch, shape)`` of each primitive; ``shape`` is ``(batch, tokens, width, heads)``."""
+    return [(FUSED, name, batch, (batch, tokens, width, heads)) for name in FUSED_OPS
+            for tokens, width, heads in FUSED_SHAPES for batch in FUSED_BATCHES]
+
+
+def _module(name: str, width: int, heads: int):
+    import torch
+
+    if name == "mha":
+        return torch.nn.MultiheadAttention(width, heads, batch_first=True).eval()
+    if name == "encoder":
+        return torch.nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True).eval()
+    raise ValueError(f"unknown fused primitive {name!r}; expected one of {', '.join(FUSED_OPS)}")
+
+
+def fused_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """One call of the primitive: the module in ``eval()`` mode under ``no_grad`` (its fast path), as a
+    forward pass of a model runs it (:func:`crossover.measurement.module_rounds.make_module_step`)."""
+    import torch
+
+    batch, tokens, width, heads = shape
+    module = _module(name, width, heads).to(device)
+    x = torch.randn(batch, tokens, width, device=device)
+
+    def step():
+        with torch.no_grad():
+            return module(x, x, x, need_weights=False) if name == "mha" else module(x)
+
+    return step
+
+
+@functools.lru_cache(maxsize=None)
+def _fused_row(name: str, shape: tuple):
+    """The traced row of the primitive's fused op (on meta tensors: nothing runs; not to be modified)."""
+    import torch
+
+    from .trace import op_name, trace_module
+
+    batch, tokens, width, heads = shape
+    module = _module(name, width, heads)
+
+    class Call(torch.nn.Module):  # the step's call, traced
+        def __init__(self):
+            super().__init__()
+            self.inner = module
+
+        def forward(self, x):
+            return self.inner(x, x, x, need_weights=False)[0] if name == "mha" else self.inner(x)
+
+    rows = trace_module(Call().eval(), torch.empty(batch, tokens, width, device="meta"), "forward")
+    fused = [r for r in rows.to_dict("records") if op_name(r["op"]) == FUSED_OPS[name]]
+    return fused[0] if fused else None
+
+
+def fit_fused(families: Mapping, kernels_s: Callable[[Mapping], float], module_call_s: float = 0.0) -> dict:
+    """``fused_<name>_s`` (fixed seconds) and ``fused_<name>_scale`` for each fused op the calibration
+    timed (pure but for tracing on meta tensors).
+
+    A primitive's time less one module call is ``fixed + scale × kernels``, ``kernels`` the op's
+    decomposed cost on the calibration's profile without these terms; the fit minimises the relative
+    residuals (weights ``1 / measured``), the scale within :data:`SCALE_BOUNDS` and the fixed cost at
+    least 0. An op with fewer than three primitives is left out (its terms stay 0 and 1).
+
+    Parameters
+    ----------
+    families : mapping
+        Family name -> ``(seconds, spread, row)`` of each primitive (``row["shape"]`` written
+        ``"batch x tokens x width x heads"``).
+    kernels_s : callable
+        A traced fused op's row -> its kernels' cost on the profile (``op_cost(profile, row,
+        inference=True).host_s``).
+    module_call_s : float
+        The profile's module call (the primitive calls its module once).
+
+    Returns
+    -------
+    dict
+        Overheads to add to the profile.
+    """
+    import numpy as np
+
+    pairs = {}
+    for seconds, _, row in families.get(FUSED, []):
+        shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+        if len(shape) != 4 or not math.isfinite(seconds) or row.get("name") not in FUSED_OPS:
+            continue
+        fused = _fused_row(row["name"], shape)
+        if fused is None:  # this torch runs no fused op there: nothing to correct
+            continue
+        pairs.setdefault(row["name"], []).append((seconds - module_call_s, kernels_s(fused)))
+    out = {}
+    for name, items in pairs.items():
+        if len(items) < 3:
+            continue
+        measured, kernels = (np.array(v, dtype=float) for v in zip(*items))
+        fixed, scale = _relative_fit(measured, kernels)
+        out[f"fused_{name}_s"], out[f"fused_{name}_scale"] = fixed, scale
+    return out
+
+
+def _relative_fit(measured, kernels) -> tuple:
+    """(fixed, scale) minimising ``sum(((fixed + scale · kernels) / measured - 1)²)``, fixed ≥ 0, the scale
+    clipped to :data:`SCALE_BOUNDS` (then the fixed cost refitted)."""
+    import numpy as np
+
+    w = 1.0 / measured
+    design = np.column_stack([w, kernels * w])
+    fixed, scale = np.linalg.lstsq(design, np.ones_like(measured), rcond=None)[0]
+    low, high = SCALE_BOUNDS
+    if fixed < 0:  # the scale alone
+        fixed, scale = 0.0, float(np.sum(kernels * w) / np.sum((kernels * w) ** 2))
+    if not low <= scale <= high:
+        scale = min(max(scale, low), high)
+        fixed = max(float(np.sum(w * w * (measured - scale * kernels)) / np.sum(w * w)), 0.0)
+    return float(fixed), float(scale)
+
+
+def fused_terms(profile, name: str) -> tuple:
+    """``(fixed seconds, scale)`` a fused op ``name`` (an aten op name) is costed with on ``profile``:
+    ``(0, 1)`` where its calibration did not time it."""
+    for key, op in FUSED_OPS.items():
+        if op == name:
+            overheads = profile.overheads
+            return float(overheads.get(f"fused_{key}_s", 0.0)), float(overheads.get(f"fused_{key}_scale", 1.0))
+    return 0.0, 1.0

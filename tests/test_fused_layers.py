@@ -1,0 +1,76 @@
+"""The fused inference layers (``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` in eval mode under
+no_grad) are timed whole by the calibration; ``fixed + scale × kernels`` is fitted on them and a traced
+fused op is costed with it."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from crossover.opcost.calibration_plan import PLANS, make_step, points
+from crossover.opcost.fused_layers import (FUSED, FUSED_OPS, SCALE_BOUNDS, _fused_row, fit_fused, fused_points,
+                                           fused_terms)
+from crossover.opcost.op_costs import op_cost
+from crossover.opcost.profiles import synthetic_profile
+from crossover.opcost.trace import op_name, trace_module
+
+
+def _families(profile, fixed_s, scale, noise=()):
+    """Primitive times made from known terms on ``profile`` (one module call on top, as a step pays)."""
+    rows = []
+    for i, (_, name, _, shape) in enumerate(fused_points()):
+        kernels = op_cost(profile, _fused_row(name, shape), inference=True).host_s
+        seconds = (fixed_s + scale * kernels + profile.overhead("module_call_s")) * (1 + (noise[i] if noise else 0))
+        rows.append((seconds, 0.0, dict(name=name, shape="x".join(map(str, shape)))))
+    return {FUSED: rows}
+
+
+def _profile():
+    return synthetic_profile("cpu", dispatch_s=2e-6, flop_rate=2e10)
+
+
+def _fit(profile, families):
+    return fit_fused(families, lambda row: op_cost(profile, row, inference=True).host_s,
+                     profile.overhead("module_call_s"))
+
+
+def test_the_fixed_cost_and_the_scale_are_recovered():
+    profile = _profile()
+    terms = _fit(profile, _families(profile, 3e-5, 1.4))
+    for name in FUSED_OPS:
+        assert terms[f"fused_{name}_s"] == pytest.approx(3e-5, rel=1e-6)
+        assert terms[f"fused_{name}_scale"] == pytest.approx(1.4, rel=1e-6)
+    assert _fit(profile, {}) == {}  # a calibration from before the primitives: nothing
+
+
+def test_the_scale_stays_within_its_bounds_and_the_fixed_cost_non_negative():
+    profile = _profile()
+    terms = _fit(profile, _families(profile, 0.0, 9.0))
+    assert terms["fused_mha_scale"] == SCALE_BOUNDS[1] and terms["fused_mha_s"] > 0  # the rest, fixed
+    shrunk = _fit(profile, _families(profile, 0.0, 0.8))
+    assert shrunk["fused_mha_s"] == pytest.approx(0.0, abs=1e-12)
+    assert shrunk["fused_mha_scale"] == pytest.approx(0.8, rel=1e-6)
+
+
+def test_the_plan_times_them_on_a_cpu_only_and_each_runs_its_fused_op():
+    fused = [p for p in points(PLANS["quick"]) if p.family == FUSED]
+    assert sorted((p.name, p.shape) for p in fused) == sorted((n, s) for _, n, _, s in fused_points())
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family == FUSED]
+    for point in fused[:: len(fused) // 2]:  # one of each op: its step runs and its module takes the fast path
+        batch, tokens, width, _ = point.shape
+        out = make_step(point, "cpu")()
+        out = out[0] if isinstance(out, tuple) else out
+        assert tuple(out.shape) == (batch, tokens, width)
+        assert op_name(_fused_row(point.name, point.shape)["op"]) == FUSED_OPS[point.name]
+
+
+def test_a_traced_fused_op_is_costed_with_the_terms_on_a_cpu():
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True).eval()
+    table = trace_module(layer, torch.empty((2, 16, 64), device="meta"))
+    row = next(r for r in table.to_dict("records") if op_name(r["op"]) == FUSED_OPS["encoder"])
+    cpu = _profile()
+    assert fused_terms(cpu, op_name(row["op"])) == (0.0, 1.0)  # not calibrated: the kernels as they are
+    paying = dataclasses.replace(cpu, overheads={**cpu.overheads, "fused_encoder_s": 5e-5, "fused_encoder_scale": 2.0})
+    assert op_cost(paying, row).host_s == pytest.approx(5e-5 + 2.0 * op_cost(cpu, row).host_s)
+    mha = dataclasses.replace(cpu, overheads={**cpu.overheads, "fused_mha_s": 5e-5, "fused_mha_scale": 2.0})
+    assert op_cost(mha, row).host_s == pytest.approx(op_cost(cpu, row).host_s)  # another op's terms
