@@ -97,7 +97,7 @@ def test_a_fused_encoder_layer_with_gelu_costs_a_gelu():
     """The fast path's feed-forward activation is an argument of ``_transformer_encoder_layer_fwd``, not in
     its shapes: a GELU layer was costed with a ReLU."""
     from crossover.opcost.module_predict import trace_step
-    from crossover.opcost.op_costs import _fused_rows
+    from crossover.opcost.fused_layers import fused_rows
 
     fused = {}
     for activation in ("relu", "gelu"):
@@ -105,6 +105,6 @@ def test_a_fused_encoder_layer_with_gelu_costs_a_gelu():
         table, _ = trace_step(layer, (16, 64), 8)
         (row,) = [r for r in table.to_dict("records") if "encoder_layer" in r["op"]]
         assert row["args"] == {"heads": 4, "gelu": activation == "gelu"}
-        fused[activation] = [r["op"] for r in _fused_rows("_transformer_encoder_layer_fwd", row)]
+        fused[activation] = [r["op"] for r in fused_rows("_transformer_encoder_layer_fwd", row)]
     assert "aten.relu_.default" in fused["relu"] and "aten.gelu_.default" not in fused["relu"]
     assert "aten.gelu_.default" in fused["gelu"] and "aten.relu_.default" not in fused["gelu"]

@@ -1,6 +1,6 @@
 """The fused inference layers (``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` in eval mode under
-no_grad) are timed whole by the calibration; ``fixed + scale × kernels`` is fitted on them and a traced
-fused op is costed with it."""
+no_grad) are timed whole by the calibration; ``fixed + linear + scale × rest`` is fitted on them and a
+traced fused op is costed with it."""
 
 import dataclasses
 
@@ -10,7 +10,7 @@ import torch
 from crossover.opcost.calibration_plan import PLANS, make_step, points
 from crossover.opcost.fused_layers import (FUSED, FUSED_OPS, SCALE_BOUNDS, _fused_row, fit_fused, fused_points,
                                            fused_terms)
-from crossover.opcost.op_costs import op_cost
+from crossover.opcost.op_costs import fused_kernels_s, op_cost
 from crossover.opcost.profiles import synthetic_profile
 from crossover.opcost.trace import op_name, trace_module
 
@@ -19,8 +19,8 @@ def _families(profile, fixed_s, scale, noise=()):
     """Primitive times made from known terms on ``profile`` (one module call on top, as a step pays)."""
     rows = []
     for i, (_, name, _, shape) in enumerate(fused_points()):
-        kernels = op_cost(profile, _fused_row(name, shape), inference=True).host_s
-        seconds = (fixed_s + scale * kernels + profile.overhead("module_call_s")) * (1 + (noise[i] if noise else 0))
+        linear, rest = fused_kernels_s(profile, _fused_row(name, shape))
+        seconds = (fixed_s + linear + scale * rest + profile.overhead("module_call_s")) * (1 + (noise[i] if noise else 0))
         rows.append((seconds, 0.0, dict(name=name, shape="x".join(map(str, shape)))))
     return {FUSED: rows}
 
@@ -30,8 +30,7 @@ def _profile():
 
 
 def _fit(profile, families):
-    return fit_fused(families, lambda row: op_cost(profile, row, inference=True).host_s,
-                     profile.overhead("module_call_s"))
+    return fit_fused(families, lambda row: fused_kernels_s(profile, row), profile.overhead("module_call_s"))
 
 
 def test_the_fixed_cost_and_the_scale_are_recovered():
@@ -71,6 +70,19 @@ def test_a_traced_fused_op_is_costed_with_the_terms_on_a_cpu():
     cpu = _profile()
     assert fused_terms(cpu, op_name(row["op"])) == (0.0, 1.0)  # not calibrated: the kernels as they are
     paying = dataclasses.replace(cpu, overheads={**cpu.overheads, "fused_encoder_s": 5e-5, "fused_encoder_scale": 2.0})
-    assert op_cost(paying, row).host_s == pytest.approx(5e-5 + 2.0 * op_cost(cpu, row).host_s)
+    linear, rest = fused_kernels_s(cpu, row)
+    assert linear > 0 and rest > 0 and linear + rest == pytest.approx(op_cost(cpu, row).host_s)
+    assert op_cost(paying, row).host_s == pytest.approx(5e-5 + linear + 2.0 * rest)  # the products as they are
+    assert fused_kernels_s(cpu, dict(row, op="aten.addmm.default")) is None
     mha = dataclasses.replace(cpu, overheads={**cpu.overheads, "fused_mha_s": 5e-5, "fused_mha_scale": 2.0})
     assert op_cost(mha, row).host_s == pytest.approx(op_cost(cpu, row).host_s)  # another op's terms
+
+
+def test_the_calibration_summary_names_the_terms_it_has():
+    from crossover.opcost.fused_layers import fused_summary
+
+    cpu = _profile()
+    assert fused_summary(cpu) is None
+    line = fused_summary(dataclasses.replace(cpu, overheads={**cpu.overheads, "fused_mha_s": 3e-5,
+                                                             "fused_mha_scale": 1.4}))
+    assert "attention 30" in line and "1.40 x its other kernels" in line and "encoder" not in line

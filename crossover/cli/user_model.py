@@ -226,6 +226,7 @@ def _cmd_calibrate(args) -> int:
 
     from ..opcost.calibrate import check_out_dir, measure_calibration, save_calibration
     from ..opcost.calibration_plan import PLANS, points
+    from ..opcost.fused_layers import fused_summary
     from ..opcost.thread_wake import WAKE_GAPS_S, wake_summary
     from ..progress import Progress, wants_progress
     from .args import signals_deferred
@@ -277,6 +278,8 @@ def _cmd_calibrate(args) -> int:
     if profile.device == "cpu" and profile.threads != 1:
         print("  " + (wake_summary(profile) or "threads: none slept over the serial gaps tried (up to "
                                                f"{format_seconds(max(WAKE_GAPS_S))})"))
+    if fused_summary(profile):
+        print("  " + fused_summary(profile))
     if profile.meta.get("drifted_rounds"):
         print(f"  rounds left out (drift reference > 25% above its quiet level): {profile.meta['drifted_rounds']}",
               file=sys.stderr)

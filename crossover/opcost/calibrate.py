@@ -23,8 +23,8 @@ median over rounds. ``crossover calibrate`` cut short (Ctrl-C, a time limit) kee
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
-repeated. Two generic reference models (:data:`REFERENCE_MODELS
-<crossover.opcost.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
+repeated. Four generic reference models (:data:`REFERENCE_MODELS
+<crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
 step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
 a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
 the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
@@ -44,6 +44,7 @@ read the device rather than the host's launch jitter. cuDNN's fused GRU is timed
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import math
 import time
@@ -62,7 +63,7 @@ from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
-from .op_costs import FRESH_MIN_BYTES, op_cost
+from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
 from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .layer_primitives import beyond_the_op
@@ -490,8 +491,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                       peak_bandwidth=max(bandwidths, default=math.inf),
                       spread_rel=spread, noise_floor_rel=noise_floor, meta=extra)
     if device == "cpu":  # the fused inference layers, timed whole, against their kernels' cost on this profile
-        cost = lambda row: op_cost(profile, row, inference=True).host_s  # noqa: E731
-        profile = replace(profile, overheads={**overheads, **fit_fused(families, cost, overheads["module_call_s"])})
+        kernels = functools.partial(fused_kernels_s, profile)
+        profile = replace(profile, overheads={**overheads, **fit_fused(families, kernels, overheads["module_call_s"])})
     # The composition is fitted in the regime predictions are for: on a GPU the synchronised steps where
     # the calibration has them (a calibration from before them: the queued ones).
     family = SYNCED_MODEL if families.get(SYNCED_MODEL) else "model"

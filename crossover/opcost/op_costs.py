@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
-from .fused_layers import fused_terms
+from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .attention_heads import head_seconds
@@ -53,7 +53,7 @@ from .layer_primitives import LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_
 from .profiles import Profile
 from .short_rows import SHORT_ROWS, over_row_length
 from .streaming import in_stream
-from .trace import op_name, row_args
+from .trace import op_name, row_args, row_element_size
 
 __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers", "onednn_copies", "ONEDNN_CHANNEL_BLOCK", "FRESH_MIN_BYTES", "matmul_dims", "conv_dims",
            "attention_flops", "MEMORY_FAMILIES", "COMPUTE_FAMILIES"]
@@ -83,8 +83,6 @@ _FAMILY_OF = {name: family for family, names in _KNOWN_OTHER.items() for name in
 #: ``DEFAULT_MMAP_THRESHOLD_MAX``, 32 MiB on 64-bit Linux); smaller blocks are reused from its heap.
 #: Measured on the 2-core VM: a 32 MiB ``empty().fill_()`` faults 8193 pages every call, 31.9 MiB none.
 FRESH_MIN_BYTES = 32 * 2**20
-#: Views a fused op makes inside (splitting heads, transposes); each costs a view on the host.
-_FUSED_VIEWS = 8
 
 
 @dataclass(frozen=True)
@@ -171,7 +169,7 @@ def fresh_bytes(row: Mapping, cpu_threads: Optional[int] = None) -> float:
     name = op_name(row.get("op", ""))
     if int(row.get("launches", 1) or 0) == 0 or name.endswith("_"):
         return 0.0
-    fused = _fused_rows(name, row)
+    fused = fused_rows(name, row)
     if fused is not None:  # the outputs of the kernels inside (an encoder layer's feed-forward hidden layer)
         return float(sum(fresh_bytes(sub, cpu_threads) for sub in fused))
     e = _element_size(row)
@@ -247,62 +245,25 @@ def attention_flops(op: str, input_shapes) -> float:
     return 2.5 * flops if backward else flops
 
 
-def _element_size(row: Mapping) -> float:
-    outputs = row.get("output_shapes") or ()
-    written = float(row.get("bytes_written") or 0)
-    numel = sum(_prod(s) for s in outputs)
-    return written / numel if numel and written else 4.0
+_element_size = row_element_size  # a row's bytes per element (crossover.opcost.trace)
 
 
-def _row(op, kind, inputs, outputs, element_size, flops=0.0) -> dict:
-    return {"op": op, "kind": kind, "input_shapes": tuple(inputs), "output_shapes": tuple(outputs), "flops": flops,
-            "bytes_read": element_size * sum(_prod(s) for s in inputs),
-            "bytes_written": element_size * sum(_prod(s) for s in outputs), "launches": 1}
+def fused_split(fused: list, parts: list, view_s: float = 0.0) -> tuple:
+    """A fused op's kernels' host seconds as ``(linear, rest)``: its layers' products with bias (the
+    projections and feed-forward layers, on the matrix grid as any ``Linear``) and the rest (``bmm``,
+    softmax, the bias-and-rescale kernel, copies, adds, norms, activations, and ``view_s``)."""
+    linear = sum(p.host_s for sub, p in zip(fused, parts) if op_name(sub.get("op", "")) == "addmm")
+    return linear, sum(p.host_s for p in parts) - linear + view_s
 
 
-def _linear(m, k, n, e) -> dict:
-    return _row("aten.addmm.default", "matmul", [(n,), (m, k), (k, n)], [(m, n)], e, flops=2.0 * m * k * n)
-
-
-def _attention_core(b, length, source, d, e, heads=None) -> list:
-    """The kernels of PyTorch's native multi-head attention on the CPU after the input projection:
-    bias and scaling of q, k, v, ``bmm`` (scores), softmax, ``bmm`` (values), the heads made contiguous
-    again. ``heads`` as the trace recorded it (its ``args``); else heads of 64 features are assumed."""
-    heads = heads or (d // 64 if d % 64 == 0 else 1)
-    hd, bh = d // heads, b * heads
-    return [_row("aten._transform_bias_rescale_qkv.default", "elementwise", [(b, length, 3 * d), (3 * d,)],
-                 [(b, heads, length, hd)] * 3, e),
-            _row("aten.bmm.default", "matmul", [(bh, length, hd), (bh, hd, source)], [(bh, length, source)], e,
-                 flops=2.0 * bh * length * source * hd),
-            _row("aten._softmax.default", "reduction", [(b, heads, length, source)], [(b, heads, length, source)], e),
-            _row("aten.bmm.default", "matmul", [(bh, length, source), (bh, source, hd)], [(bh, length, hd)], e,
-                 flops=2.0 * bh * length * source * hd),
-            _row("aten.clone.default", "copy", [(b, length, heads, hd)], [(b, length, heads, hd)], e)]
-
-
-def _fused_rows(name: str, row: Mapping):
-    """The kernels a fused op runs (as PyTorch's CPU implementation does), as trace-like rows; None
-    when its shapes are not understood."""
-    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
-    e = _element_size(row)
-    heads = row_args(row).get("heads")
-    if name == "_transformer_encoder_layer_fwd" and len(shapes) >= 13 and len(shapes[0]) == 3:
-        b, s, d = shapes[0]
-        f = shapes[9][0]
-        m = b * s
-        add = _row("aten.add_.Tensor", "elementwise", [(m, d), (m, d)], [(m, d)], e)
-        activation = "aten.gelu_.default" if row_args(row).get("gelu") else "aten.relu_.default"  # its feed-forward's
-        norm = _row("aten.native_layer_norm.default", "reduction", [(m, d), (d,), (d,)], [(m, d), (m, 1), (m, 1)], e)
-        return [_linear(m, d, 3 * d, e), *_attention_core(b, s, s, d, e, heads), _linear(m, d, d, e), add, norm,
-                _linear(m, d, f, e), _row(activation, "elementwise", [(m, f)], [(m, f)], e),
-                _linear(m, f, d, e), add, norm]
-    if name == "_native_multi_head_attention" and len(shapes) >= 7 and len(shapes[0]) == 3:
-        b, length, d = shapes[0]
-        source = shapes[1][1] if len(shapes[1]) == 3 else length
-        projections = ([_linear(b * length, d, 3 * d, e)] if shapes[0] == shapes[1] == shapes[2] else
-                       [_linear(b * length, d, d, e), _linear(b * source, d, d, e), _linear(b * source, d, d, e)])
-        return projections + _attention_core(b, length, source, d, e, heads) + [_linear(b * length, d, d, e)]
-    return None
+def fused_kernels_s(profile: Profile, row: Mapping):
+    """:func:`fused_split` of a traced fused op's row on ``profile`` (a forward pass; without the profile's
+    fused terms); None for any other op."""
+    fused = fused_rows(op_name(row.get("op", "")), row)
+    if fused is None:
+        return None
+    parts = [op_cost(profile, sub, inference=True) for sub in fused]
+    return fused_split(fused, parts, profile.overhead("view_s") * FUSED_VIEWS)
 
 
 def _generic(profile: Profile, row: Mapping) -> float:
@@ -451,12 +412,13 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
     if row.get("kind") == "rnn" and costs_recurrent_whole(profile):
         return OpCost(family="rnn", **recurrent_cost(profile, row))
-    fused = _fused_rows(name, row)
+    fused = fused_rows(name, row)
     if fused is not None:
         parts = [op_cost(profile, sub, cold=cold, inference=inference) for sub in fused]
-        view = profile.overhead("view_s") * _FUSED_VIEWS
+        view = profile.overhead("view_s") * FUSED_VIEWS
+        linear, rest = fused_split(fused, parts, view)
         fixed, scale = fused_terms(profile, name)  # timed whole where the calibration did (.fused_layers)
-        return OpCost(fixed + scale * (sum(p.host_s for p in parts) + view), sum(p.device_s for p in parts),
+        return OpCost(fixed + linear + scale * rest, sum(p.device_s for p in parts),
                       sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)

@@ -245,6 +245,17 @@ def row_args(row) -> dict:
     return args if isinstance(args, dict) else {}
 
 
+def row_element_size(row) -> float:
+    """Bytes per element of a traced row's outputs (its ``bytes_written`` over their elements; 4 when
+    it wrote nothing)."""
+    import math
+
+    outputs = row.get("output_shapes") or ()
+    written = float(row.get("bytes_written") or 0)
+    numel = sum(math.prod(tuple(s)) for s in outputs)
+    return written / numel if numel and written else 4.0
+
+
 def op_name(op: str) -> str:
     """``"aten.addmm.default"`` → ``"addmm"``."""
     parts = str(op).split(".")
