@@ -274,7 +274,7 @@ def test_the_gpu_drift_reference_times_the_device():
     assert (gpu.m, gpu.k, gpu.n) == GPU_REFERENCE_MNK and 2 * gpu.m * gpu.k * gpu.n > 1e10  # ~0.3 ms on an H100
     assert (cpu.m, cpu.k, cpu.n) == (64, 256, 256)
     keys = [p.key for p in points(PLANS["quick"], "cuda")]
-    assert "overhead/launch_sync/0x0x0" in keys and sum(k.startswith("model_sync/") for k in keys) == 8
+    assert "overhead/launch_sync/0x0x0" in keys and sum(k.startswith("model_sync/") for k in keys) == 2 * len(PLANS["quick"].reference_models)
     assert not any(k.startswith("model_sync/") or "launch_sync" in k for k in (p.key for p in points(PLANS["quick"])))
 
 

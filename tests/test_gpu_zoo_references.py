@@ -55,7 +55,12 @@ def test_the_zoo_and_the_reference_models_share_the_rounds(tmp_path):
     assert all(p["rounds"] == 2 and p["n_repeats"] >= 4 for p in measured["points"])
     assert (out / "predict-mnist_mlp-forward.json").is_file()
     assert "reference_mlp | forward | cpu" in gpu_zoo.summary(rows)
-    assert [r["model"] for r in rows[:8]] == ["reference_mlp"] * 4 + ["reference_cnn"] * 4  # as planned, not shuffled
+    from crossover.opcost.calibration_plan import PLANS
+
+    planned = list(dict.fromkeys(name for name, _ in PLANS["quick"].reference_models))
+    per_model = 2 * len(PLANS["quick"].reference_models) // len(planned)  # its batches, forward and training
+    expected = [f"reference_{name}" for name in planned for _ in range(per_model)]
+    assert [r["model"] for r in rows[:len(expected)]] == expected  # as planned, not shuffled
     assert not list(out.glob("*.partial"))
     from crossover.analysis.zoo_runs import read_measurements
 

@@ -9,7 +9,7 @@ with oneDNN off (PyTorch's native path for a single small image), fills of a fre
 tensor (page faults), a parallel op after serial gaps (thread wake-ups), elementwise ops, reductions and
 max-pooling from 1K to 16M elements, scaled-dot-product attention, on a CPU the fused attention and
 encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and the whole
-steps of two small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
+steps of four small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
 beyond their sum. :func:`points` lists a plan's primitives as
 :class:`Point` records; :func:`make_step` builds one's step function on a device. Nothing is timed here.
 """
@@ -34,6 +34,7 @@ from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_sha
 from .layer_primitives import LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 from .thread_wake import WAKE, wake_points, wake_step
+from .reference_models import REFERENCE_MODELS, reference_model
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE",
            "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
@@ -100,7 +101,8 @@ class Plan:
     conv1d: bool = True
     conv_transposed: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
-    reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32))
+    reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32), ("deep_mlp", 1), ("deep_mlp", 64),
+                               ("norm_mlp", 1), ("norm_mlp", 64))
     #: Visits of each reference step per round, at two places of its shuffled order: on the 2-core VM a 2-thread
     #: visit runs in one of the host's modes for its whole length (the reference MLP's batch-1 training step:
     #: ~160 or ~265 µs), slow in 3, 5 and 8 of 8 rounds; one fast visit is what the 10th percentile needs.
@@ -158,26 +160,6 @@ class Point:
     def key(self) -> str:
         dims = "x".join(map(str, self.shape)) if self.shape else f"{self.m}x{self.k}x{self.n}"
         return f"{self.family}/{self.name}/{dims}" + ("/cold" if self.cold else "")
-
-
-#: Generic reference models (none of the zoo's) whose whole steps calibrate how ops compose: name ->
-#: sample shape. See :func:`reference_model`.
-REFERENCE_MODELS = {"mlp": (512,), "cnn": (3, 32, 32)}
-
-
-def reference_model(name: str):
-    """A fresh reference model: ``"mlp"`` (512 → 256 → 256 → 10, ReLU) or ``"cnn"`` (two 3×3
-    convolutions of 8 and 16 channels with ReLU and 2×2 max-pooling, then a linear layer to 10)."""
-    import torch
-    from torch import nn
-
-    torch.manual_seed(0)
-    if name == "mlp":
-        return nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
-    if name == "cnn":
-        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
-                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 8 * 8, 10))
-    raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
 
 
 def _reduction_shape(name: str, n: int) -> tuple:

@@ -1,7 +1,7 @@
 """How ops compose into a step, fitted on a calibration's reference models (pure).
 
-The calibration times two generic reference models whole (:data:`REFERENCE_MODELS
-<crossover.opcost.calibration_plan.REFERENCE_MODELS>`, none of the zoo's) and fits the
+The calibration times four generic reference models whole (:data:`REFERENCE_MODELS
+<crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) and fits the
 :data:`COMPOSITION_TERMS` to what the primitives leave unexplained: see
 :mod:`crossover.opcost.calibrate` for what each term stands for, and on a GPU the synchronised steps.
 """

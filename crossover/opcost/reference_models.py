@@ -1,0 +1,41 @@
+"""The generic reference models whose whole steps calibrate how ops compose into a step (none of the zoo's).
+
+Their forward and training steps are timed in the calibration's rounds beside the primitives, and
+:mod:`crossover.opcost.composition` fits the composition terms to what the primitives leave unexplained.
+Four kinds, so that no term is fitted on one model alone: a plain MLP, a small CNN, a deep narrow MLP
+(many small layers: a step of host work, ten parameters for the optimizer) and an MLP with a layer norm
+and a GELU (the row-wise and activation ops a modern block runs). With two batches each (one sample and
+a batch), the training step's host terms are seen on models of 6 to 10 parameters and the forward
+pass's events from 5 to 11 modules.
+"""
+
+from __future__ import annotations
+
+__all__ = ["REFERENCE_MODELS", "reference_model"]
+
+#: Reference model name -> one sample's shape. See :func:`reference_model`.
+REFERENCE_MODELS = {"mlp": (512,), "cnn": (3, 32, 32), "deep_mlp": (256,), "norm_mlp": (128,)}
+
+
+def reference_model(name: str):
+    """A fresh reference model (seeded weights).
+
+    ``"mlp"``: 512 → 256 → 256 → 10 with ReLUs. ``"cnn"``: two 3×3 convolutions of 8 and 16 channels with
+    ReLU and 2×2 max-pooling, then a linear layer to 10. ``"deep_mlp"``: 256 → 64, four more 64 → 64 layers,
+    → 10, ReLUs between. ``"norm_mlp"``: 128 → 256, ``LayerNorm``, GELU, → 10.
+    """
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        return nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 8 * 8, 10))
+    if name == "deep_mlp":
+        hidden = [layer for _ in range(4) for layer in (nn.Linear(64, 64), nn.ReLU())]
+        return nn.Sequential(nn.Linear(256, 64), nn.ReLU(), *hidden, nn.Linear(64, 10))
+    if name == "norm_mlp":
+        return nn.Sequential(nn.Linear(128, 256), nn.LayerNorm(256), nn.GELU(), nn.Linear(256, 10))
+    raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
