@@ -13,7 +13,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from crossover.opcost.calibrate import _without_page_faults, measure_calibration
-from crossover.opcost.composition import with_composition
+from crossover.opcost.composition import FIT_REFERENCES, with_composition
 from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, fresh_buffers, output_bytes
 from crossover.opcost.module_predict import predict_module, step_prediction, trace_step
 from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, onednn_buffers, op_cost
@@ -236,7 +236,10 @@ def test_the_interval_is_the_reference_models_leave_one_out_error_at_its_coverag
     steps = _reference_steps_of(base)
     factors = [1.0, 1.3, 0.8, 1.1, 0.95, 1.5, 1.02, 0.7][:len(steps)] * (len(steps) // 8 + 1)
     fitted = with_composition(base, [(step["latency_s"] * f, row) for (step, row), f in zip(steps, factors)])
-    errors = [abs(r["leave_one_out_error"]) for r in fitted.meta["reference_models"]]
+    report = fitted.meta["reference_models"]
+    errors = [abs(r["leave_one_out_error"] if "leave_one_out_error" in r else r["error"]) for r in report]
+    assert {r["model"] for r in report if r.get("held_out")} == set(REFERENCE_MODELS) - set(FIT_REFERENCES)
+    assert all("leave_one_out_error" in r for r in report if not r.get("held_out"))
     assert fitted.model_error_rel == pytest.approx(float(np.median(errors)))
     assert fitted.interval_rel == pytest.approx(float(np.quantile(errors, INTERVAL_COVERAGE)))
     assert fitted.interval_rel > 1.5 * fitted.model_error_rel

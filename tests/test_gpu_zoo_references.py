@@ -57,8 +57,9 @@ def test_the_zoo_and_the_reference_models_share_the_rounds(tmp_path):
     assert "reference_mlp | forward | cpu" in gpu_zoo.summary(rows)
     from crossover.opcost.calibration_plan import PLANS
 
-    planned = list(dict.fromkeys(name for name, _ in PLANS["quick"].reference_models))
-    per_model = 2 * len(PLANS["quick"].reference_models) // len(planned)  # its batches, forward and training
+    names = dict.fromkeys(n for n, _ in PLANS["quick"].reference_models)
+    planned = [name for name in names if name in gpu_zoo.ZOO_REFERENCES]  # the calibration's order
+    per_model = 2 * sum(n == planned[0] for n, _ in PLANS["quick"].reference_models)  # batches x workloads
     expected = [f"reference_{name}" for name in planned for _ in range(per_model)]
     assert [r["model"] for r in rows[:len(expected)]] == expected  # as planned, not shuffled
     assert not list(out.glob("*.partial"))

@@ -269,6 +269,7 @@ def _cmd_calibrate(args) -> int:
 
         references = profile.meta.get("reference_models") or [{}]
         how = "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out"
+        how += ", and unseen kinds" if any(r.get("held_out") for r in references) else ""
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "

@@ -1,12 +1,11 @@
 """The generic reference models whose whole steps calibrate how ops compose into a step (none of the zoo's).
 
 Their forward and training steps are timed in the calibration's rounds beside the primitives, and
-:mod:`crossover.opcost.composition` fits the composition terms to what the primitives leave unexplained.
-Four kinds, so that no term is fitted on one model alone: a plain MLP, a small CNN, a deep narrow MLP
-(many small layers: a step of host work, ten parameters for the optimizer) and an MLP with a layer norm
-and a GELU (the row-wise and activation ops a modern block runs). With two batches each (one sample and
-a batch), the training step's host terms are seen on models of 6 to 10 parameters and the forward
-pass's events from 5 to 11 modules.
+:mod:`crossover.opcost.composition` fits the composition terms to what the primitives leave unexplained
+on the plain MLP and the small CNN, and predicts the other two kinds with them, unseen, for the interval
+a new model's prediction gets: a deep narrow MLP (many small layers: a step of host work, ten parameters
+for the optimizer) and an MLP with a layer norm and a GELU (the row-wise and activation ops a modern
+block runs). Each is timed at one sample and at a batch, forward and training step.
 """
 
 from __future__ import annotations
