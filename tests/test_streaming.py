@@ -74,7 +74,7 @@ def test_a_models_relu_over_16_mib_costs_the_chains_time():
     assert after - before == pytest.approx(0.5 * 32 * MIB / 1e9, rel=0.02)
 
 
-def test_the_chain_primitive_is_timed_past_the_private_caches_on_a_cpu_only():
+def test_the_chain_primitive_is_timed_from_its_smallest_bytes_on_a_cpu_only():
     chain = [p for p in points(PLANS["quick"]) if p.family == CHAIN_FAMILY]
     assert chain and min(p.x for p in chain) >= CHAIN_MIN_BYTES
     assert all(p.x == 8.0 * p.n for p in chain)  # one ReLU's input and output

@@ -33,10 +33,13 @@ __all__ = ["CHAIN_FAMILY", "CHAIN_OPS", "CHAIN_MIN_BYTES", "stream_factor", "str
 CHAIN_FAMILY = "elementwise_chain"
 #: ReLUs per call of the chain primitive.
 CHAIN_OPS = 4
-#: The smallest bytes (input and output of one ReLU) the chain is timed at: below, an op's bytes stay in
-#: the private caches whatever ran before it (on the VM a ReLU over 1 MiB reads alike alone and after a
-#: multiply), and the factor fades to 1 at a quarter of it.
-CHAIN_MIN_BYTES = 2 * 2**20
+#: The smallest bytes (input and output of one ReLU) the chain is timed at; the factor fades to 1 at a
+#: quarter of it. Within the private caches the CPU decides: on the AMD VM a ReLU over 1 MiB read alike
+#: alone and after a multiply (the chain was timed from 2 MiB until 2026-11-27), on the Intel VM (2 MiB of
+#: L2 a core) a ReLU of 512 KiB in and out took 11 µs alone and 25-30 µs after a multiply wrote its input
+#: (``torch.relu(x * 1.5)`` against ``x * 1.5``, one thread, three processes), as the depthwise CNN's
+#: ReLUs did in its step (95 µs against 35 predicted, batch 8, ``bench_op_breakdown.py``).
+CHAIN_MIN_BYTES = 128 * 2**10
 def stream_factor(profile: Profile, bytes_moved: float) -> float:
     """How much slower a memory-bound op moving ``bytes_moved`` runs in a step than alone on ``profile``:
     the chained ReLU's time over the lone elementwise curve's at those bytes, held at its value at the
