@@ -240,6 +240,9 @@ def test_the_interval_is_the_reference_models_leave_one_out_error_at_its_coverag
     errors = [abs(r["leave_one_out_error"] if "leave_one_out_error" in r else r["error"]) for r in report]
     assert {r["model"] for r in report if r.get("held_out")} == set(REFERENCE_MODELS) - set(FIT_REFERENCES)
     assert all("leave_one_out_error" in r for r in report if not r.get("held_out"))
+    moved = [(step["latency_s"] * f * (3.0 if row["name"].split("/")[0] not in FIT_REFERENCES else 1.0), row)
+             for (step, row), f in zip(steps, factors)]
+    assert with_composition(base, moved).meta["composition_fit"] == fitted.meta["composition_fit"]  # not fitted
     assert fitted.model_error_rel == pytest.approx(float(np.median(errors)))
     assert fitted.interval_rel == pytest.approx(float(np.quantile(errors, INTERVAL_COVERAGE)))
     assert fitted.interval_rel > 1.5 * fitted.model_error_rel

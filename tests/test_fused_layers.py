@@ -4,6 +4,7 @@ traced fused op is costed with it."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -42,6 +43,30 @@ def test_the_fixed_cost_and_the_scale_are_recovered():
     assert _fit(profile, {}) == {}  # a calibration from before the primitives: nothing
 
 
+def test_noisy_primitives_are_fitted_by_their_relative_residuals():
+    """Each primitive's time off by a few percent: the fit is the weighted least-squares solution, each
+    residual relative to the primitive's time (a small batch counts as much as a large one)."""
+    profile = _profile()
+    noise = [0.04, -0.03, 0.05, -0.02, 0.03, -0.05, 0.02, -0.04] * 4
+    families = _families(profile, 3e-5, 1.4, noise)
+    terms = _fit(profile, families)
+    measured, target, rest = [], [], []
+    for seconds, _, row in families[FUSED]:
+        if row["name"] == "mha":
+            linear, kernels = fused_kernels_s(profile, _fused_row("mha", tuple(int(v) for v in row["shape"].split("x"))))
+            measured.append(seconds), target.append(seconds - profile.overhead("module_call_s") - linear)
+            rest.append(kernels)
+    w = 1 / np.array(measured)
+    expected = np.linalg.lstsq(np.column_stack([w, np.array(rest) * w]), np.array(target) * w, rcond=None)[0]
+    assert (terms["fused_mha_s"], terms["fused_mha_scale"]) == pytest.approx(tuple(expected), rel=1e-9)
+    assert terms["fused_mha_scale"] == pytest.approx(1.4, rel=0.15)  # near the truth
+
+
+def test_a_kernel_cost_it_cannot_read_leaves_the_op_out():
+    profile = _profile()
+    assert fit_fused(_families(profile, 3e-5, 1.4), lambda row: None) == {}  # this torch's shapes not understood
+
+
 def test_the_scale_stays_within_its_bounds_and_the_fixed_cost_non_negative():
     profile = _profile()
     terms = _fit(profile, _families(profile, 0.0, 9.0))
@@ -49,13 +74,15 @@ def test_the_scale_stays_within_its_bounds_and_the_fixed_cost_non_negative():
     shrunk = _fit(profile, _families(profile, 0.0, 0.8))
     assert shrunk["fused_mha_s"] == pytest.approx(0.0, abs=1e-12)
     assert shrunk["fused_mha_scale"] == pytest.approx(0.8, rel=1e-6)
+    low = _fit(profile, _families(profile, 2e-5, 0.1))  # below the lower bound: held there, the rest fixed
+    assert low["fused_mha_scale"] == SCALE_BOUNDS[0] and low["fused_mha_s"] >= 0
 
 
 def test_the_plan_times_them_on_a_cpu_only_and_each_runs_its_fused_op():
     fused = [p for p in points(PLANS["quick"]) if p.family == FUSED]
     assert sorted((p.name, p.shape) for p in fused) == sorted((n, s) for _, n, _, s in fused_points())
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family == FUSED]
-    for point in fused[:: len(fused) // 2]:  # one of each op: its step runs and its module takes the fast path
+    for point in fused[:: len(fused) // 2]:  # one of each op: its step runs, and its module traces to the fused op
         batch, tokens, width, _ = point.shape
         out = make_step(point, "cpu")()
         out = out[0] if isinstance(out, tuple) else out

@@ -209,7 +209,7 @@ def _print_series(fits, fit) -> None:
         print(f"    the step's floor, elementwise ops and matrix products costed op by op on the calibration {where}")
     elif k["device"] == "cpu" and not fit.cv.empty and "calibrated" not in set(fit.cv["model"]):
         print("    'calibrated' was not a candidate: it needs a calibration of this machine beside the results "
-              "('crossover calibrate --device cpu --quick --out RESULTS/calibration', 91 s)")
+              "('crossover calibrate --device cpu --quick --out RESULTS/calibration', about 2 minutes)")
     held = fit.heldout_summary()
     if held["n"]:
         print(f"  held-out sizes (never fitted, measured in the same run): {held['n']} sizes, median error "

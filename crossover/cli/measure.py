@@ -191,7 +191,7 @@ def add_sweep(sub) -> None:
                    help="the plan of that calibration (default quick; smoke only checks the installation)")
     p.add_argument("--no-calibrate", action="store_true",
                    help="do not record this CPU's quick calibration beside the results (by default the first "
-                        "sweep with CPU points into a directory calibrates after measuring, about 91 s, so that "
+                        "sweep with CPU points into a directory calibrates after measuring, about 2 minutes, so that "
                         "'fit' and 'predict' have the calibrated candidate; never again on --resume or when "
                         "DIR/calibration holds one)")
     p.add_argument("--shard", metavar="I/N",
@@ -252,7 +252,7 @@ def _calibrate_beside(out: Path, *, quiet: bool, plan_name: str = "quick") -> No
         return
     plan = PLANS[plan_name]
     if not quiet:
-        print(f"calibrating this CPU ({plan.name} plan, about 91 s on 2 cores; --no-calibrate skips it) -> {target}",
+        print(f"calibrating this CPU ({plan.name} plan, about 2 minutes on 2 cores; --no-calibrate skips it) -> {target}",
               file=sys.stderr)
     bar = Progress(plan.rounds * (len(points(plan, "cpu")) + 1), enabled=wants_progress(quiet=quiet))
     profile = run_calibration("cpu", target, plan=plan, on_progress=bar.update)

@@ -207,7 +207,7 @@ def add_calibrate(sub) -> None:
                    help="measure nothing: rebuild --out's profile.json from its calibration.csv.gz with this "
                         "version's code (machine, threads and run metadata kept)")
     plan = p.add_mutually_exclusive_group()
-    plan.add_argument("--quick", action="store_true", help="coarser grids and 8 rounds: about 91 s on 2 cores "
+    plan.add_argument("--quick", action="store_true", help="coarser grids and 8 rounds: about 2 minutes on 2 cores "
                                                            "(default: the full plan, 30 rounds, about 10 minutes)")
     plan.add_argument("--smoke", action="store_true", help="a few seconds, to check the installation (too coarse "
                                                            "to predict with)")

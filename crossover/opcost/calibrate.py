@@ -32,7 +32,7 @@ the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
 run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
 memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives
 leave unexplained (non-negative least squares of the relative residuals; on a GPU only the host terms);
-``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median leave-one-out error.
+``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error (:mod:`.composition`).
 
 On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
 queued calls do not show: the reference models are also timed synchronised (``model_sync``) and the
@@ -205,7 +205,7 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     out_dir : path
         Created if missing; a directory already holding a profile is refused unless ``force``.
     plan : Plan
-        ``PLANS["quick"]`` (about 91 s on the 2-core VM), ``PLANS["full"]`` or ``PLANS["smoke"]``.
+        ``PLANS["quick"]`` (90-165 s on the 2-core VMs), ``PLANS["full"]`` or ``PLANS["smoke"]``.
     seed, threads, on_progress
         As :func:`measure_calibration` (the threads are recorded in the profile).
     machine : str, optional

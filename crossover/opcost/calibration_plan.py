@@ -113,7 +113,7 @@ class Plan:
 _CONV = ((1, 8, 5), (3, 16, 3), (6, 16, 5), (16, 32, 3), (32, 64, 3), (64, 128, 3))
 _ALL_ELEMENTWISE = ("add", "mul", "relu", "clone", "bernoulli")
 _ALL_REDUCTION = ("sum", "softmax", "layer_norm", "max_pool2d", "max_pool2d_backward")
-#: ``quick``: about 91 s on the 2-core VM at two threads. ``full``: denser grids, 30 rounds, about 10 minutes. ``smoke``: seconds,
+#: ``quick``: 90-165 s on the 2-core VMs. ``full``: denser grids, 30 rounds, about 10 minutes. ``smoke``: seconds,
 #: for checking an installation (too coarse to predict with).
 PLANS = {
     "full": Plan("full", 30, _ROUND, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
@@ -241,7 +241,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point(family, name, n=n, x=_bytes(name, n), shape=(n,)) for n in plan.sizes]
     out += [Point(ACTIVATION_FAMILY, op, n=n, x=activation_bytes(op, n), shape=(n,))
             for op in plan.activation_ops for n in ACTIVATION_ELEMENTS if device == "cpu"]
-    if device == "cpu":  # ReLUs in a row past the private caches: a memory-bound op in a step's stream
+    if device == "cpu":  # ReLUs in a row, each on the one before's fresh output: a step's stream
         out += [Point(CHAIN_FAMILY, "relu_chain", n=n, x=_bytes("relu", n), shape=(n,)) for n in plan.sizes
                 if _bytes("relu", n) >= CHAIN_MIN_BYTES]
     for name in plan.reduction_ops:

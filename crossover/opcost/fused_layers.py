@@ -192,7 +192,10 @@ def fit_fused(families: Mapping, kernels_s: Callable[[Mapping], tuple], module_c
         fused = _fused_row(row["name"], shape)
         if fused is None:  # this torch runs no fused op there: nothing to correct
             continue
-        linear, rest = kernels_s(fused)
+        kernels = kernels_s(fused)
+        if kernels is None:  # shapes the decomposition does not read: nothing to fit on
+            continue
+        linear, rest = kernels
         pairs.setdefault(row["name"], []).append((seconds, seconds - module_call_s - linear, rest))
     out = {}
     for name, items in pairs.items():

@@ -26,7 +26,8 @@ bounds it. How each kind is costed:
   ``_native_multi_head_attention``, the ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast
   path of inference): the sum of the kernels PyTorch's CPU implementation runs, derived from their
   shapes (13 for an encoder layer: projections, attention by ``bmm`` and softmax, adds, layer norms),
-  as ``fixed + scale × sum`` where the calibration timed the fused op whole (:mod:`.fused_layers`).
+  its products as they are plus ``fixed + scale × the rest`` where the calibration timed the fused op
+  whole (:mod:`.fused_layers`).
 - Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning
   naming the op (never silently).
 
@@ -419,7 +420,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         linear, rest = fused_split(fused, parts, view)
         fixed, scale = fused_terms(profile, name)  # timed whole where the calibration did (.fused_layers)
         return OpCost(fixed + linear + scale * rest, sum(p.device_s for p in parts),
-                      sum(p.floor_s for p in parts) + (0.0 if on_gpu else view), "fused",
+                      sum(p.floor_s for p in parts) + (0.0 if on_gpu else view) + fixed, "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
     if family == "conv" and on_transposed_grid(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
@@ -448,7 +449,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     elif family in ("conv", "conv_backward", "conv1d"):
         warning = uncalibrated_conv_warning(row)
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
-    if not on_gpu and family in MEMORY_FAMILIES:  # past the private caches a step streams from DRAM
+    if not on_gpu and family in MEMORY_FAMILIES:  # in a step's stream of fresh buffers (.streaming)
         seconds = in_stream(profile, seconds, float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0))
     compute = seconds - floor if family in COMPUTE_FAMILIES else 0.0
     if on_gpu:

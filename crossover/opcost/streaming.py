@@ -38,7 +38,9 @@ CHAIN_OPS = 4
 #: alone and after a multiply (the chain was timed from 2 MiB until 2026-11-27), on the Intel VM (2 MiB of
 #: L2 a core) a ReLU of 512 KiB in and out took 11 µs alone and 25-30 µs after a multiply wrote its input
 #: (``torch.relu(x * 1.5)`` against ``x * 1.5``, one thread, three processes), as the depthwise CNN's
-#: ReLUs did in its step (95 µs against 35 predicted, batch 8, ``bench_op_breakdown.py``).
+#: ReLUs did in its step (95 µs against 35 predicted, batch 8, ``bench_op_breakdown.py``); the chain itself
+#: read only 1.01-1.04 times the lone ReLU at 128 KiB and 1.01-1.08 at 512 KiB there (six sittings,
+#: ``experiments/results/intel-xeon-2c/logs/*1127c*``): a ReLU after a ReLU is not what slows that step.
 CHAIN_MIN_BYTES = 128 * 2**10
 def stream_factor(profile: Profile, bytes_moved: float) -> float:
     """How much slower a memory-bound op moving ``bytes_moved`` runs in a step than alone on ``profile``:
