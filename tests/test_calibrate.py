@@ -25,7 +25,7 @@ def test_tiny_calibration_writes_a_readable_profile(tmp_path):
     assert set(loaded.curves) >= {"elementwise", "reduction", "attention"}
     assert loaded.grids["matmul"].m == (1, 16) and loaded.grids["matmul"].kn == (256, 4096)
     assert set(loaded.grids) == {"matmul", "matmul_cold", "matmul_outer", "conv@8", "conv_backward@8",
-                                 "conv_native@8", "conv_backward_native@8", "matmul_spill"} and "pool" in loaded.curves
+                                 "conv_native@8", "conv_backward_native@8"} and "pool" in loaded.curves
     assert loaded.grids["conv@8"].m == (64,) and loaded.grids["conv@8"].kn == (36, 72)  # 1 image of 8 × 8
     assert loaded.grids["conv_native@8"].m == (64, 128)  # 1 and 2 images
     assert loaded.grids["matmul_outer"].m == (1, 8) and loaded.grids["matmul_outer"].kn == (256, 4096)  # K × M·N

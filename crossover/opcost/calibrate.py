@@ -21,23 +21,24 @@ page) less filling one kept, over its bytes (0.25 ns per byte on the 2-core VM, 
 median over rounds. ``crossover calibrate`` cut short (Ctrl-C, a time limit) keeps its whole rounds;
 ``meta["rounds"]`` counts them.
 
-Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
-than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Four generic
-reference models (:data:`REFERENCE_MODELS <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's)
-are timed whole, forward and training step; on two (:mod:`.composition`: the others are predicted unseen) ``event_s``
-(per host event: op, view or module call) and ``train_host_extra`` (how much more a training step's autograd and
-optimizer host work costs than in the tight loops that calibrated it: on the 2-core VM about 1.3 more, ``SGD.step`` 23
-µs alone and 49-66 µs in a step, ``bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops
-against the same one repeated alone: LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the
-backward pass's matrix products and memory-bound ops; its convolutions' calibration already runs high) are fitted to
-what the primitives leave unexplained (non-negative least squares of the relative residuals; on a GPU only the host
-terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
+Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
+real model than per node of a chain, and a sequence of different ops dispatches slower than one op
+repeated. Four generic reference models (:data:`REFERENCE_MODELS
+<crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
+step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
+a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
+the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
+``conv_forward_extra`` (a convolution between other ops against the same one repeated alone: LeNet-5's
+run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
+memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives
+leave unexplained (non-negative least squares of the relative residuals; on a GPU only the host terms);
+``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error (:mod:`.composition`).
 
-On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls do
-not show: the reference models are also timed synchronised (``model_sync``) and the composition is fitted on those,
-and ``step_sync_s`` is one tiny kernel launched and waited for (``launch_sync``) less its dispatch. The drift
-reference on a GPU is a 2048³ product, long enough to read the device rather than the host's launch jitter. cuDNN's
-fused GRU is timed whole (``rnn``).
+On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
+queued calls do not show: the reference models are also timed synchronised (``model_sync``) and the
+composition is fitted on those, and ``step_sync_s`` is one tiny kernel launched and waited for
+(``launch_sync``) less its dispatch. The drift reference on a GPU is a 2048³ product, long enough to
+read the device rather than the host's launch jitter. cuDNN's fused GRU is timed whole (``rnn``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ import numpy as np
 from .activations import ACTIVATION_FAMILY, curve_name
 from ..measurement.environment import llc_bytes, private_cache_bytes
 from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, SYNCED_MODEL, fresh_buffers,
-                               make_step, points, reference_point, SPILL)
+                               make_step, points, reference_point)
 from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
@@ -132,9 +133,8 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
     with num_threads(threads) as threads_used:
         plan_points = points(plan, device, threads_used)
         pools = {}
-        private = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
-        steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools,
-                                   private=private)) for p in plan_points]
+        steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
+                 for p in plan_points]
         # each reference step visited plan.reference_visits times a round (pooled under its key)
         steps += [step for step, p in zip(steps, plan_points) if p.family in ("model", SYNCED_MODEL)
                   for _ in range(plan.reference_visits - 1)]
@@ -159,8 +159,9 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
                          calls_per_repeat=visit["calls_per_repeat"],
                          raw_times_s=raw_times_to_text(visit["raw_times_s"]),
                          device_times_s=raw_times_to_text(visit["device_times_s"])))
+    cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
     done = 1 + max((visit["round"] for visit in visits), default=-1)
-    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, private,
+    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache,
                           done)
 
 
@@ -390,8 +391,7 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
           ("matmul_narrow", "matmul_narrow", "addmm", False), ("conv", "conv", "conv2d", False),
           ("conv_backward", "conv_backward", "conv2d", False), ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False),
-          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID,
-          (SPILL, SPILL, "addmm", False))
+          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID)
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
-                      ATTENTION_BACKWARD, WAKE, FUSED, SPILL):
+                      ATTENTION_BACKWARD, WAKE, FUSED):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

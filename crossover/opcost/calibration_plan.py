@@ -29,7 +29,6 @@ from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, ba
 from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
 from .fused_layers import FUSED, fused_points, fused_step
-from .spill import SPILL, spill_points, spill_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import LAYER_FAMILIES, layer_step
@@ -252,7 +251,6 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
     if device == "cpu":  # bmm of many small matrices beside the one product of their rows; fused layers whole
         out += [Point(family, name, m=count, shape=shape) for family, name, count, shape in
                 batched_points() + fused_points()]
-        out += [Point(family, name, m, kn, kn, x=flops) for family, name, m, kn, flops in spill_points()]
     if device == "cpu" and "softmax" in plan.reduction_ops:  # softmax and layer norm over rows of 16 too
         out += [Point(family, name, n=n, x=x, shape=shape)
                 for family, name, n, x, shape in short_row_points(plan.sizes)]
@@ -422,10 +420,9 @@ def _memory_step(point: Point, device: str) -> Callable[[], object]:
 
 
 def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_factor: float = 2.0,
-              cache: dict = None, private: int = 2**21) -> Callable[[], object]:
+              cache: dict = None) -> Callable[[], object]:
     """The step function timing ``point`` on ``device`` (inputs allocated now, reused every call;
-    ``cache`` shares the cold weight pools between the steps built with it; ``private``: the private
-    caches of the threads, which the spilled products' pool outgrows)."""
+    ``cache`` shares the cold weight pools between the steps built with it)."""
     import torch
 
     if point.family == "overhead":
@@ -438,8 +435,6 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return backward_step(point.shape, device)
     if point.family == SHORT_ROWS:
         return short_row_step(point.name, point.shape, device)
-    if point.family == SPILL:
-        return spill_step(point.m, point.k, point.n, device, private, llc)
     if point.family in (BATCHED, FUSED):
         return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
     if point.family == WAKE:

@@ -53,7 +53,6 @@ from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
 from .thread_wake import step_wake_s, wake_warning
-from .spill import step_spills
 from ..units import format_seconds
 
 __all__ = ["predict_module", "module_crossover", "step_prediction", "model_mode", "trace_step", "host_events"]
@@ -185,10 +184,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
     inference = not any(row.get("phase") in ("backward", "optimizer") for row in rows)
-    spill = not cold and weights is None and step_spills(profile, param_bytes, input_bytes, training=not inference)
     timeline = []  # (row, seconds, dispatch) before the composition terms, in the order the step runs them
     for row in rows:
-        cost = op_cost(profile, row, cold=cold, inference=inference, spill=spill)
+        cost = op_cost(profile, row, cold=cold, inference=inference)
         base = cost
         timeline.append((row, base.host_s, base.floor_s))
         if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone

@@ -44,7 +44,6 @@ from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
 from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
-from .spill import spill_ratio
 from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .attention_heads import head_seconds
@@ -332,11 +331,8 @@ def _both_gradients(row: Mapping, dims: tuple) -> tuple:
     return (dims[0], both), min(dims[1] / both, 1.0)
 
 
-def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bool, spill: bool = False):
+def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bool):
     """Seconds from the family's calibration, or None when the profile lacks it."""
-    if family == "matmul" and spill and not cold:  # the step outgrows the private caches (.spill)
-        seconds = _curve_time(profile, family, row, name, cold)
-        return None if seconds is None else seconds * spill_ratio(profile, matmul_dims(row))
     if family == "matmul":
         dims = matmul_dims(row)
         outer = profile.grids.get("matmul_outer")
@@ -389,8 +385,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     return curve(max(moved, 1.0)) + extra
 
 
-def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bool = False,
-            spill: bool = False) -> OpCost:
+def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bool = False) -> OpCost:
     """The predicted cost of one traced op on ``profile``'s device.
 
     Parameters
@@ -406,9 +401,6 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     inference : bool
         The step runs without autograd (a forward pass): ops with an inference-only kernel are costed
         on it (:mod:`crossover.opcost.layer_primitives`).
-    spill : bool
-        The step's working set outgrows the private caches (:func:`crossover.opcost.spill.step_spills`):
-        matrix products cost the spilled grid's share more.
 
     Returns
     -------
@@ -423,7 +415,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = fused_rows(name, row)
     if fused is not None:
-        parts = [op_cost(profile, sub, cold=cold, inference=inference, spill=spill) for sub in fused]
+        parts = [op_cost(profile, sub, cold=cold, inference=inference) for sub in fused]
         view = profile.overhead("view_s") * FUSED_VIEWS
         linear, rest = fused_split(fused, parts, view)
         fixed, scale = fused_terms(profile, name)  # timed whole where the calibration did (.fused_layers)
@@ -442,7 +434,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         if moved is not None:
             row = dict(row, bytes_read=moved, bytes_written=0)
     warning = ""
-    seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold, spill)
+    seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
     if family == "adaptive_pool" and seconds is not None and SHORT_PLANES in profile.curves:
         seconds = over_plane_length(row, seconds, _curve_time(profile, SHORT_PLANES, row, name, cold))
     if family == "reduction" and seconds is not None and SHORT_ROWS in profile.curves:  # a softmax's short rows
