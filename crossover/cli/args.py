@@ -284,6 +284,12 @@ def handle_stop_signals() -> None:
 def signals_deferred():
     """Hold SIGINT and SIGTERM while the block runs (a profile being fitted and written), deliver them after.
 
+    Their Python handlers are swapped for one that notes the signal, and the first noted is raised again
+    once the block ends and the handlers are back. Blocking the signals in the main thread is not enough:
+    the kernel hands a process's signal to any thread that does not block it (torch's OpenMP workers),
+    and Python then runs the handler in the main thread all the same (a GPU run's CPU calibration lost its
+    profile so, its time limit's SIGTERM arriving while the profile was fitted).
+
     Yields
     ------
     None
@@ -295,8 +301,12 @@ def signals_deferred():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted = []
+    before = {signum: signal.signal(signum, lambda signum, frame: noted.append(signum)) for signum in held}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        if noted:
+            signal.raise_signal(noted[0])  # to the handler the process had: KeyboardInterrupt, or ignored
