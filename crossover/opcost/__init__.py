@@ -12,6 +12,8 @@ streaming         a CPU step's memory-bound ops at the rate its stream of fresh 
 activations       a CPU's activation functions (tanh, GELU, ...) costed by primitives of their own
 thread_wake       a CPU's parallel ops after serial work: which open a region, what waking the threads costs
 fused_layers      a CPU's fused inference layers (attention, encoder layer) timed whole against their kernels
+reference_models  the generic models whose whole steps fit the composition (two) and set its interval (four)
+composition       the composition terms fitted on the reference models, the interval from their errors
 module_predict    a module's step latency per device, and where devices cross
 ================  ====================================================================
 """
