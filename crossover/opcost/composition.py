@@ -54,7 +54,7 @@ INTERVAL_COVERAGE = 0.8
 #: <crossover.opcost.reference_models.REFERENCE_MODELS>`) are predicted with them, unseen, and only their
 #: errors join the interval. Fitted on all four kinds, the terms explained none well: on the Intel VM at
 #: one thread the MNIST MLP's training step read 25.9% (3.2% fitted on these two) and the deep MLP's
-#: training steps 16-33% high while the normalised MLP's read 16-28% low (``bench_zoo_1127g``).
+#: training steps 16-33% high while the normalised MLP's read 16-28% low (``experiments/results/intel-xeon-2c/logs/bench_zoo_1127z_t1.log``).
 FIT_REFERENCES = ("mlp", "cnn")  # on a GPU alike: the unseen kinds' synchronised steps widen its interval
 
 

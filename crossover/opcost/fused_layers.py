@@ -107,13 +107,26 @@ def fused_points() -> list:
 
 
 def _module(name: str, width: int, heads: int):
+    """The primitive's layer in ``eval()`` mode, wrapped so that calling it on ``x`` calls the layer as a
+    model does (self-attention: ``x`` as query, key and value, no weights returned)."""
     import torch
 
     if name == "mha":
-        return torch.nn.MultiheadAttention(width, heads, batch_first=True).eval()
-    if name == "encoder":
-        return torch.nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True).eval()
-    raise ValueError(f"unknown fused primitive {name!r}; expected one of {', '.join(FUSED_OPS)}")
+        layer = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+    elif name == "encoder":
+        layer = torch.nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True)
+    else:
+        raise ValueError(f"unknown fused primitive {name!r}; expected one of {', '.join(FUSED_OPS)}")
+
+    class Call(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = layer
+
+        def forward(self, x):
+            return self.inner(x, x, x, need_weights=False)[0] if name == "mha" else self.inner(x)
+
+    return Call().eval()
 
 
 def fused_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
@@ -127,7 +140,7 @@ def fused_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], obj
 
     def step():
         with torch.no_grad():
-            return module(x, x, x, need_weights=False) if name == "mha" else module(x)
+            return module.forward(x)  # the layer's own call only: one module call, as the fit counts
 
     return step
 
@@ -140,17 +153,7 @@ def _fused_row(name: str, shape: tuple):
     from .trace import trace_module
 
     batch, tokens, width, heads = shape
-    module = _module(name, width, heads)
-
-    class Call(torch.nn.Module):  # the step's call, traced
-        def __init__(self):
-            super().__init__()
-            self.inner = module
-
-        def forward(self, x):
-            return self.inner(x, x, x, need_weights=False)[0] if name == "mha" else self.inner(x)
-
-    rows = trace_module(Call().eval(), torch.empty(batch, tokens, width, device="meta"), "forward")
+    rows = trace_module(_module(name, width, heads), torch.empty(batch, tokens, width, device="meta"), "forward")
     fused = [r for r in rows.to_dict("records") if op_name(r["op"]) == FUSED_OPS[name]]
     return fused[0] if fused else None
 
@@ -225,11 +228,10 @@ def _relative_fit(target, rest, w) -> tuple:
 def fused_terms(profile, name: str) -> tuple:
     """``(fixed seconds, scale)`` a fused op ``name`` (an aten op name) is costed with on ``profile``:
     ``(0, 1)`` where its calibration did not time it."""
-    for key, op in FUSED_OPS.items():
-        if op == name:
-            overheads = profile.overheads
-            return float(overheads.get(f"fused_{key}_s", 0.0)), float(overheads.get(f"fused_{key}_scale", 1.0))
-    return 0.0, 1.0
+    key = next((key for key, op in FUSED_OPS.items() if op == name), None)
+    if key is None:
+        return 0.0, 1.0
+    return float(profile.overhead(f"fused_{key}_s")), float(profile.overheads.get(f"fused_{key}_scale", 1.0))
 
 
 def fused_summary(profile):

@@ -173,7 +173,7 @@ def fresh_bytes(row: Mapping, cpu_threads: Optional[int] = None) -> float:
     fused = fused_rows(name, row)
     if fused is not None:  # the outputs of the kernels inside (an encoder layer's feed-forward hidden layer)
         return float(sum(fresh_bytes(sub, cpu_threads) for sub in fused))
-    e = _element_size(row)
+    e = row_element_size(row)
     sizes = [e * _prod(s) for s in row.get("output_shapes") or ()]
     if cpu_threads is not None:
         sizes += onednn_buffers(row, cpu_threads)
@@ -198,7 +198,7 @@ def onednn_buffers(row: Mapping, threads: int = 0) -> list:
     outputs = [tuple(s) for s in row.get("output_shapes") or ()]
     if len(shapes) < 2 or not outputs or len(shapes[0]) not in (3, 4):
         return []
-    e = _element_size(row)
+    e = row_element_size(row)
     return [e * _prod(shape) for shape in onednn_copies(shapes[0], shapes[1][1], outputs[0])]
 
 
@@ -222,7 +222,7 @@ def conv_backend(row: Mapping, threads: int = 0) -> str:
     allows; groups = input channels / weight's input channels); a 1-D convolution is the 2-D one of
     height 1 ATen makes of it before choosing; other dtypes go to oneDNN."""
     x, w, out = conv_operands(row)
-    if x is None or _element_size(row) != 4:
+    if x is None or row_element_size(row) != 4:
         return "mkldnn"
     strided = is_strided(x, w, out)
     groups = x[1] // w[1] if w[1] else 1
@@ -246,9 +246,6 @@ def attention_flops(op: str, input_shapes) -> float:
     return 2.5 * flops if backward else flops
 
 
-_element_size = row_element_size  # a row's bytes per element (crossover.opcost.trace)
-
-
 def fused_split(fused: list, parts: list, view_s: float = 0.0) -> tuple:
     """A fused op's kernels' host seconds as ``(linear, rest)``: its layers' products with bias (the
     projections and feed-forward layers, on the matrix grid as any ``Linear``) and the rest (``bmm``,
@@ -257,14 +254,18 @@ def fused_split(fused: list, parts: list, view_s: float = 0.0) -> tuple:
     return linear, sum(p.host_s for p in parts) - linear + view_s
 
 
+def _fused_parts(profile: Profile, fused: list, **flags) -> tuple:
+    """``(parts, linear, rest)``: each kernel of a fused op costed (``flags`` as :func:`op_cost`'s), and
+    :func:`fused_split` of them with the op's views, before the profile's fused terms."""
+    parts = [op_cost(profile, sub, **flags) for sub in fused]
+    return (parts, *fused_split(fused, parts, profile.overhead("view_s") * FUSED_VIEWS))
+
+
 def fused_kernels_s(profile: Profile, row: Mapping):
     """:func:`fused_split` of a traced fused op's row on ``profile`` (a forward pass; without the profile's
     fused terms); None for any other op."""
     fused = fused_rows(op_name(row.get("op", "")), row)
-    if fused is None:
-        return None
-    parts = [op_cost(profile, sub, inference=True) for sub in fused]
-    return fused_split(fused, parts, profile.overhead("view_s") * FUSED_VIEWS)
+    return None if fused is None else _fused_parts(profile, fused, inference=True)[1:]
 
 
 def _generic(profile: Profile, row: Mapping) -> float:
@@ -415,12 +416,11 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         return OpCost(family="rnn", **recurrent_cost(profile, row))
     fused = fused_rows(name, row)
     if fused is not None:
-        parts = [op_cost(profile, sub, cold=cold, inference=inference) for sub in fused]
-        view = profile.overhead("view_s") * FUSED_VIEWS
-        linear, rest = fused_split(fused, parts, view)
+        parts, linear, rest = _fused_parts(profile, fused, cold=cold, inference=inference)
+        view = 0.0 if on_gpu else profile.overhead("view_s") * FUSED_VIEWS
         fixed, scale = fused_terms(profile, name)  # timed whole where the calibration did (.fused_layers)
         return OpCost(fixed + linear + scale * rest, sum(p.device_s for p in parts),
-                      sum(p.floor_s for p in parts) + (0.0 if on_gpu else view) + fixed, "fused",
+                      sum(p.floor_s for p in parts) + view + fixed, "fused",
                       launches=sum(p.launches for p in parts), compute_s=sum(p.compute_s for p in parts))
     family = _family(row, name)
     if family == "conv" and on_transposed_grid(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
