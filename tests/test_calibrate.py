@@ -114,12 +114,14 @@ def test_a_layer_primitives_module_call_is_not_counted_twice():
     rows += [_row(f"chain_{m}", 1e-6 * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
     rows += [_row("sgd", 1e-6 * c, n=c) for c in (1, 16)] + [_row("addmm", 1e-6, family="matmul", m=1, k=8, x=128.0)]
     rows += [_row(name, 20 * us + x * 1e-12, family=family, x=x) for family, name in
-             (("gather", "embedding_bag"), ("conv_depthwise", "conv_depthwise"), ("pool1d", "max_pool1d"))
-             for x in (1e4, 1e6)]
+             (("gather", "embedding_bag"), ("conv_depthwise", "conv_depthwise"), ("pool1d", "max_pool1d"),
+              ("batch_norm", "batch_norm")) for x in (1e4, 1e6)]
     cpu = build_profile(rows, device="cpu", machine="m")
     assert cpu.curves["gather"](1e4) == pytest.approx(20 * us + 1e-8 - 1.8 * us)
     assert cpu.curves["conv_depthwise"](1e4) == pytest.approx(20 * us + 1e-8 - 0.8 * us)
     assert cpu.curves["pool1d"](1e4) == pytest.approx(20 * us + 1e-8)  # F.max_pool1d: no module
+    # norm(x): its module call and the empty row its trace costs as a view
+    assert cpu.curves["batch_norm"](1e4) == pytest.approx(20 * us + 1e-8 - 0.8 * us - 0.5 * us)
     gpu = build_profile(rows + [_row("sync", 5 * us)], device="cuda", machine="m")
     assert gpu.curves["gather"](1e4) == pytest.approx(20 * us + 1e-8)
     # past its largest weights a CPU's product streams them at the edge cell's rate; a GPU's runs at its best

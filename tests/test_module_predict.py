@@ -355,6 +355,81 @@ def test_adaptive_max_pooling_is_costed_between_its_long_and_short_plane_curves(
     assert {"adaptive_pool", SHORT_PLANES} <= families
 
 
+def test_eval_batch_norm_is_costed_on_its_own_curves_between_long_and_short_planes():
+    """An eval-mode batch norm without autograd takes the ``batch_norm`` curves (its planes read and
+    written), between the curve of planes of 32 × 32 and that of 8 × 8 by its plane length in log scale
+    (16 × 16 lies half way); in training it is a reduction as before, and so is any norm on a profile
+    without the curves."""
+    import dataclasses
+
+    from crossover.opcost.calibration_plan import PLANS, points
+    from crossover.opcost.layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, layer_family, moved_bytes
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+
+    def norm_row(side, train=False):
+        model = nn.BatchNorm2d(8).train(train)
+        records = trace_step(model, (8, side, side), 4, "train" if train else "forward")[0].to_dict("records")
+        return next(r for r in records if "batch_norm" in r["op"] and r.get("phase") != "backward")
+
+    row = norm_row(16)
+    assert layer_family(row, "_native_batch_norm_legit_no_training", inference=True) == BATCH_NORM
+    assert layer_family(row, "_native_batch_norm_legit_no_training", inference=False) is None
+    trained = norm_row(16, train=True)  # batch statistics: another kernel
+    assert "no_training" not in trained["op"]
+    assert layer_family(trained, trained["op"].split(".")[1], inference=True) is None
+    assert moved_bytes(row, BATCH_NORM) == 4.0 * 2 * 4 * 8 * 16 * 16
+    base = synthetic_profile("cpu", dispatch_s=1 * US)
+    long_only = dataclasses.replace(base, curves=dict(base.curves, **{BATCH_NORM: Curve((1.0,), (40 * US,), rate=1e30)}))
+    both = dataclasses.replace(long_only, curves=dict(long_only.curves,
+                                                      **{BATCH_NORM_SHORT: Curve((1.0,), (10 * US,), rate=1e30)}))
+    assert op_cost(base, row, inference=True).family == "reduction"
+    assert op_cost(long_only, row, inference=True).host_s == pytest.approx(40 * US)
+    assert op_cost(both, row, inference=True).host_s == pytest.approx(20 * US)  # sqrt(40 · 10)
+    assert op_cost(both, norm_row(64), inference=True).host_s == pytest.approx(40 * US)  # longer: the long curve
+    assert op_cost(both, norm_row(4), inference=True).host_s == pytest.approx(10 * US)  # shorter: the short one
+    families = {p.family for p in points(PLANS["quick"], "cpu")}
+    assert {BATCH_NORM, BATCH_NORM_SHORT} <= families
+
+
+def test_the_batch_norm_primitive_counts_the_bytes_a_models_row_moves():
+    """Each batch-norm primitive runs (eval mode, its output the input's shape), and its curve's ``x`` is
+    what :func:`moved_bytes` counts for the row a model's batch norm of the same shape traces."""
+    from crossover.opcost.layer_primitives import BATCH_NORM, layer_points, layer_step, moved_bytes
+    from crossover.opcost.module_predict import trace_step
+
+    for family, _, _, x, shape in (p for p in layer_points((16384, 65536)) if p[0].startswith(BATCH_NORM)):
+        assert tuple(layer_step(family, shape)().shape) == tuple(shape)
+        records = trace_step(nn.BatchNorm2d(shape[1]).eval(), shape[1:], shape[0])[0].to_dict("records")
+        row = next(r for r in records if "batch_norm" in r["op"])
+        assert moved_bytes(row, BATCH_NORM) == x
+
+
+def test_a_cpu_mean_pays_its_division_beside_the_sum():
+    """ATen's CPU mean sums, then divides its output in place: a kernel more than the reduction curve's
+    sum, costed as an elementwise op over the output (at least a dispatch); a GPU's mean is one kernel."""
+    import dataclasses
+
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+
+    class Mean(nn.Module):
+        def forward(self, x):
+            return x.mean(dim=(2, 3))
+
+    row = next(r for r in trace_step(Mean(), (16, 8, 8), 4)[0].to_dict("records") if "mean" in r["op"])
+    summed = dict(row, op="aten.sum.dim_IntList")
+    cpu = synthetic_profile("cpu", dispatch_s=3 * US)
+    cpu = dataclasses.replace(cpu, curves=dict(cpu.curves, reduction=Curve((1.0,), (5 * US,), rate=1e30),
+                                               elementwise=Curve((1.0,), (1 * US,), rate=1e30)))
+    assert op_cost(cpu, summed, inference=True).host_s == pytest.approx(5 * US)
+    assert op_cost(cpu, row, inference=True).host_s == pytest.approx(5 * US + 3 * US)  # the dispatch: more than 1 µs
+    quick = dataclasses.replace(cpu, overheads=dict(cpu.overheads, dispatch_s=0.5 * US))
+    assert op_cost(quick, row, inference=True).host_s == pytest.approx(5 * US + 1 * US)  # the division's curve
+    gpu = dataclasses.replace(cpu, device="cuda")
+    assert op_cost(gpu, row, inference=True).device_s == op_cost(gpu, summed, inference=True).device_s
+
+
 def test_a_maxpool1d_forward_runs_the_1d_kernel_the_trace_maps_to():
     """What the profiler sees a no-grad forward run (``aten::max_pool1d``, no indices) is what the
     trace's fallback row (2-D pooling with indices, on fake tensors) is costed as; with autograd the

@@ -184,7 +184,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
     for the model's own fresh outputs."""
     if family in ("elementwise", "copy", "reduction", "pool", "pool_backward", SHORT_ROWS):
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
-    if family in ("pool1d", "conv_depthwise"):  # half the input (pooled by 2), or as large as it
+    if family in ("pool1d", "conv_depthwise", "batch_norm", "batch_norm_short"):  # half the input, or as large
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
     if family in ("conv", "conv_backward", "conv1d", TRANSPOSED) and len(shape) == 5:
         return 4.0 * math.prod(conv_output_shape(family, shape))

@@ -18,7 +18,13 @@ pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
 - ``conv_depthwise``: a convolution with one group per input channel reads and writes its activations
   once per few FLOPs (memory-bound; the dense convolution grid, indexed by ``C_in·k²·C_out``, has no cell
   that small);
-- ``gather``: an embedding (bag) lookup moves the rows it gathers, not its whole table.
+- ``gather``: an embedding (bag) lookup moves the rows it gathers, not its whole table;
+- ``batch_norm``: batch norm in eval mode (``_native_batch_norm_legit_no_training``) scales and shifts
+  each (sample, channel) plane after computing every channel's factors, a reduction's curve costed it
+  as a sum of its bytes: on the VM at one thread a 128 KiB one (8 × 16 × 16 × 16) ran 10.5 µs alone
+  against 5.8 µs from that curve, over planes of 8 × 8 15 µs (the depthwise CNN's batch norms, 6 of its
+  rows, ``experiments/results/intel-xeon-2c``). Timed over planes of 32 × 32 and of 8 × 8
+  (``batch_norm_short``), a row costed between the two by its plane's length as adaptive pooling is.
 
 Each is a curve over bytes moved (:func:`moved_bytes`); a profile without the curve (a calibration from
 before these primitives) costs the row as before, with the trace's bytes (a gather's whole table: on
@@ -31,14 +37,19 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 __all__ = ["LAYER_OPS", "LAYER_FAMILIES", "layer_points", "layer_step", "layer_family", "moved_bytes",
-           "over_plane_length", "beyond_the_op", "SHORT_PLANES", "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
+           "over_plane_length", "beyond_the_op", "SHORT_PLANES", "BATCH_NORM", "BATCH_NORM_SHORT",
+           "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
 
 #: The primitive of each family (its op name in the plan).
 LAYER_OPS = {"pool1d": "max_pool1d", "adaptive_pool": "adaptive_max_pool1d", "conv_depthwise": "conv_depthwise",
-             "gather": "embedding_bag", "adaptive_pool_short": "adaptive_max_pool1d"}
+             "gather": "embedding_bag", "adaptive_pool_short": "adaptive_max_pool1d",
+             "batch_norm": "batch_norm", "batch_norm_short": "batch_norm"}
 LAYER_FAMILIES = tuple(LAYER_OPS)
 #: The family timing adaptive max-pooling over short planes (:func:`over_plane_length`).
 SHORT_PLANES = "adaptive_pool_short"
+#: The families timing batch norm over long and short planes, and their planes' sides.
+BATCH_NORM, BATCH_NORM_SHORT = "batch_norm", "batch_norm_short"
+_NORM_CHANNELS, _NORM_SIDE, _NORM_SHORT_SIDE = 16, 32, 8
 _CHANNELS, _LENGTH, _SIDE = 32, 256, 32  # pools: 32 channels of 256 steps; depthwise: 16 channels of 32 × 32
 _SHORT_LENGTH = 32  # adaptive_pool_short: 32 channels of 32 steps
 EMBEDDING_ROWS, EMBEDDING_WIDTH, BAG_SIZE = 5000, 64, 20
@@ -51,6 +62,9 @@ def _shape(family: str, n: int) -> tuple:
         return (max(n // (_CHANNELS * _SHORT_LENGTH), 1), _CHANNELS, _SHORT_LENGTH)
     if family == "conv_depthwise":
         return (max(n // (16 * _SIDE * _SIDE), 1), 16, _SIDE, _SIDE)
+    if family in (BATCH_NORM, BATCH_NORM_SHORT):
+        side = _NORM_SIDE if family == BATCH_NORM else _NORM_SHORT_SIDE
+        return (max(n // (_NORM_CHANNELS * side * side), 1), _NORM_CHANNELS, side, side)
     return (max(n // (EMBEDDING_WIDTH * BAG_SIZE), 1), BAG_SIZE)  # gather: bags of BAG_SIZE ids
 
 
@@ -62,9 +76,8 @@ def _primitive_bytes(family: str, shape: tuple) -> float:
     if family in ("adaptive_pool", SHORT_PLANES):
         n = shape[0] * shape[1] * shape[2]
         return 4.0 * n + 12.0 * shape[0] * shape[1]  # values and int64 indices of one output per channel
-    if family == "conv_depthwise":
-        n = shape[0] * shape[1] * shape[2] * shape[3]
-        return 4.0 * 2 * n
+    if family in ("conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # the input read, the output written
+        return 4.0 * 2 * _count(shape)
     bags, size = shape
     return 4.0 * bags * size * EMBEDDING_WIDTH + 4.0 * bags * EMBEDDING_WIDTH + 8.0 * bags * size
 
@@ -87,6 +100,10 @@ def layer_step(family: str, shape: tuple, device: str = "cpu"):
         conv = torch.nn.Conv2d(shape[1], shape[1], 3, padding=1, groups=shape[1]).to(device)
         x = torch.randn(shape, device=device)
         op = lambda: conv(x)  # noqa: E731
+    elif family in (BATCH_NORM, BATCH_NORM_SHORT):
+        norm = torch.nn.BatchNorm2d(shape[1]).to(device).eval()
+        x = torch.randn(shape, device=device)
+        op = lambda: norm(x)  # noqa: E731
     elif family == "gather":
         bag = torch.nn.EmbeddingBag(EMBEDDING_ROWS, EMBEDDING_WIDTH, mode="mean").to(device)
         ids = torch.randint(0, EMBEDDING_ROWS, shape, device=device)
@@ -126,6 +143,8 @@ def layer_family(row: Mapping, name: str, *, inference: bool, device: str = "cpu
             return "conv_depthwise"
     if name in ("_embedding_bag", "embedding_bag", "_embedding_bag_forward_only", "embedding"):
         return "gather"
+    if name == "_native_batch_norm_legit_no_training" and inference and shapes and len(shapes[0]) in (3, 4, 5):
+        return BATCH_NORM  # eval mode without autograd, over planes (a BatchNorm1d over (N, C) has none)
     return None
 
 
@@ -137,6 +156,8 @@ def moved_bytes(row: Mapping, family: str) -> Optional[float]:
     outputs = [tuple(s) for s in (row.get("output_shapes") or ())]
     if family == "pool1d" and shapes and outputs:  # the 1-D kernel writes no indices
         return 4.0 * (_count(shapes[0]) + _count(outputs[0]))
+    if family == BATCH_NORM and shapes:  # the planes read and written (the per-channel factors are few)
+        return 4.0 * 2 * _count(shapes[0])
     if family != "gather":
         return None
     if len(shapes) < 2 or len(shapes[0]) != 2:
@@ -145,17 +166,21 @@ def moved_bytes(row: Mapping, family: str) -> Optional[float]:
     return 4.0 * lookups * width + 4.0 * (_count(outputs[0]) if outputs else 0) + 8.0 * lookups
 
 
-def over_plane_length(row: Mapping, long_s: float, short_s: float) -> float:
-    """An adaptive max-pooling row's seconds between its cost on the curve of planes of 256 elements
-    (``long_s``) and on that of planes of 32 (``short_s``), geometrically by where its planes' length
-    (the elements each output pools: its input's spatial size over its output's) lies between them in
-    log scale; held at the nearer curve outside."""
+def over_plane_length(row: Mapping, long_s: float, short_s: float, family: str = "adaptive_pool") -> float:
+    """A row's seconds between its cost on its family's curve of long planes (``long_s``) and on that of
+    short ones (``short_s``), geometrically by where its planes' length lies between the two primitives'
+    in log scale; held at the nearer curve outside. Adaptive max-pooling (planes of 256 and 32
+    elements): a plane is what each output pools, its input's spatial size over its output's; batch
+    norm (:data:`BATCH_NORM`, planes of 32 × 32 and 8 × 8): a plane is one sample's channel, its input's
+    spatial size."""
     from .profiles import log_between
 
     shapes, outputs = _shapes(row), [tuple(s) for s in (row.get("output_shapes") or ())]
-    if not shapes or not outputs or len(shapes[0]) < 3 or len(shapes[0]) != len(outputs[0]):
+    if not shapes or len(shapes[0]) < 3 or long_s <= 0 or short_s <= 0:
         return long_s
-    if long_s <= 0 or short_s <= 0:
+    if family == BATCH_NORM:
+        return log_between(_count(shapes[0][2:]), _NORM_SHORT_SIDE ** 2, _NORM_SIDE ** 2, short_s, long_s)
+    if not outputs or len(shapes[0]) != len(outputs[0]):
         return long_s
     window = _count(shapes[0][2:]) / max(_count(outputs[0][2:]), 1)
     return log_between(window, _SHORT_LENGTH, _LENGTH, short_s, long_s)
@@ -177,4 +202,6 @@ def beyond_the_op(family: str, overheads: Mapping) -> float:
         return overheads.get("module_call_s", 0.0) + overheads.get("dispatch_s", 0.0)
     if family == "conv_depthwise":
         return overheads.get("module_call_s", 0.0)
+    if family in (BATCH_NORM, BATCH_NORM_SHORT):  # and the ``empty`` row the trace records, costed as a view
+        return overheads.get("module_call_s", 0.0) + overheads.get("view_s", 0.0)
     return 0.0
