@@ -40,10 +40,12 @@ _FITTING_MODULES = ("fit/series_fit", "fit/latency_models", "fit/trust_region", 
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """A digest of the fitting code's source (:data:`_FITTING_MODULES`): part of every key."""
+    """A digest of the fitting code's source (:data:`_FITTING_MODULES`, and every module of
+    ``crossover/opcost``, whose op costs a calibrated fit uses): part of every key."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for name in _FITTING_MODULES:
+    opcost = sorted(f"opcost/{p.stem}" for p in (package / "opcost").glob("*.py"))
+    for name in dict.fromkeys((*_FITTING_MODULES, *opcost)):
         path = package / f"{name}.py"
         if not path.exists():
             raise FileNotFoundError(f"the fit cache's code digest names {path}, which does not exist")

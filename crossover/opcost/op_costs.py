@@ -15,8 +15,7 @@ bounds it. How each kind is costed:
 - ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
   forward and backward on their own grids, one per calibrated image side (interpolated in log time
   against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
-  (:func:`conv_backend`; a profile without grids: seconds against FLOPs). A CPU's forward 1 × 1
-  convolution: the matrix products and oneDNN reorders it runs (:mod:`crossover.opcost.pointwise_convs`).
+  (:func:`conv_backend`; a profile without grids: seconds against FLOPs).
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -53,7 +52,6 @@ from .conv_primitives import TRANSPOSED, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import (BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes,
                                over_plane_length)
-from .pointwise_convs import pointwise_conv_s
 from .profiles import Profile
 from .short_rows import SHORT_ROWS, over_row_length
 from .streaming import in_stream
@@ -357,10 +355,6 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             return None
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
         native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
-        if family == "conv" and profile.device == "cpu":  # a 1 × 1 kernel: the products and copies it runs
-            pointwise = pointwise_conv_s(profile, row, "native" if native else "mkldnn")
-            if pointwise is not None:
-                return pointwise
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
