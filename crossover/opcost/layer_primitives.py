@@ -21,9 +21,10 @@ pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
 - ``gather``: an embedding (bag) lookup moves the rows it gathers, not its whole table;
 - ``batch_norm``: batch norm in eval mode (``_native_batch_norm_legit_no_training``) scales and shifts
   each (sample, channel) plane after computing every channel's factors, a reduction's curve costed it
-  as a sum of its bytes: on the VM at one thread a 128 KiB one (8 × 16 × 16 × 16) ran 10.5 µs alone
-  against 5.8 µs from that curve, over planes of 8 × 8 15 µs (the depthwise CNN's batch norms, 6 of its
-  rows, ``experiments/results/intel-xeon-2c``). Timed over planes of 32 × 32 and of 8 × 8
+  as a sum of its bytes: on the Intel VM at one thread ``nn.BatchNorm2d`` over 8 × 16 × 16 × 16 (128 KiB)
+  took 11.2 µs alone against 7.2 µs from that curve and a module call, over 8 × 64 × 8 × 8 11.6 µs
+  (``experiments/bench_layer_costs.py``; the depthwise CNN's six batch norms,
+  ``experiments/results/intel-xeon-2c``). Timed over planes of 32 × 32 and of 8 × 8
   (``batch_norm_short``), a row costed between the two by its plane's length as adaptive pooling is.
 
 Each is a curve over bytes moved (:func:`moved_bytes`); a profile without the curve (a calibration from

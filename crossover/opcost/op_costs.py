@@ -392,8 +392,9 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
 def _mean_division_s(profile: Profile, row: Mapping) -> float:
     """What a CPU's ``mean`` pays beyond the sum the reduction curve costs: ATen's CPU kernel sums, then
     divides the result in place (``sum_out(...).div_(n)``, a kernel of its own); costed as an
-    elementwise op over the output (read and written), at least a dispatch. On the VM at one thread a
-    mean over planes of 8 × 8 ran 1.4-1.5 µs longer than the sum alone at 4096 and 32768 elements."""
+    elementwise op over the output (read and written), at least a dispatch. On the Intel VM at one
+    thread a mean over one image's 64 planes of 8 × 8 took 3.5 µs alone against 1.7 costed as its sum
+    (``experiments/bench_layer_costs.py``, its log in ``experiments/results/intel-xeon-2c/logs``)."""
     e = row_element_size(row)
     out_bytes = 2.0 * e * sum(_prod(s) for s in row.get("output_shapes") or ())
     curve = profile.curves.get("elementwise")
