@@ -223,6 +223,11 @@ def test_composition_fit_recovers_known_factors():
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
     assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
     assert fitted.overheads["event_s"] == pytest.approx(0.8 * US, rel=1e-6) and fitted.model_error_rel < 1e-9
+    # the report's features are what the terms scale: each step's gap over its uncorrected cost is theirs
+    for line in fitted.meta["reference_models"]:
+        f = line["features"]
+        gap = 1.5 * f["autograd_s"] + 0.8 * US * f["host_events"] + 0.25 * f["conv_forward_s"] + 0.3 * f["backward_kernels_s"]
+        assert line["measured_s"] - line["uncorrected_s"] == pytest.approx(gap, rel=1e-6, abs=1e-12)
 
 
 def test_the_interval_is_the_reference_models_leave_one_out_error_at_its_coverage():

@@ -58,6 +58,14 @@ INTERVAL_COVERAGE = 0.8
 FIT_REFERENCES = ("mlp", "cnn")  # on a GPU alike: the unseen kinds' synchronised steps widen its interval
 
 
+#: What each composition term scales, as a report line's ``features`` names them (seconds, or a count).
+FEATURES = ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s")
+
+
+def _feature_values(features) -> dict:
+    return {name: float(value) for name, value in zip(FEATURES, features)}
+
+
 def _with_terms(profile: Profile, values) -> Profile:
     terms = dict(zip(COMPOSITION_TERMS, (float(v) for v in values)))
     event_s = terms.pop("event_s")
@@ -79,7 +87,8 @@ def _fit_terms(steps, device: str) -> np.ndarray:
 def with_composition(profile: Profile, models) -> Profile:
     """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the measured steps of the
     :data:`FIT_REFERENCES` (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each
-    step predicted with the fitted profile; the other reference models' marked ``held_out``), as
+    step predicted with the fitted profile, beside ``uncorrected_s``, its cost without the terms, and the
+    :data:`FEATURES` they scale; the other reference models' marked ``held_out``), as
     ``model_error_rel`` the median error over every reference step (a fitted one's leave-one-out error:
     predicted by the terms fitted on the others, not on itself; the in-sample error where there are too
     few to leave one out, the smoke plan's; a held-out kind's error as it is) and as ``interval_rel``
@@ -90,19 +99,19 @@ def with_composition(profile: Profile, models) -> Profile:
     fitted = _with_terms(profile, coef)
     loo = len(steps) > len(COMPOSITION_TERMS) + 1
     report, errors = [], []
-    for i, (measured, base, _, label, predict) in enumerate(steps):
+    for i, (measured, base, features, label, predict) in enumerate(steps):
         predicted = predict(fitted)
         line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
-                    uncorrected_s=base)
+                    uncorrected_s=base, features=_feature_values(features))
         if loo:
             others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
             line["leave_one_out_error"] = predict(others) / measured - 1
         errors.append(line["leave_one_out_error"] if loo else line["error"])
         report.append(line)
-    for measured, base, _, label, predict in (step for step in every if step[3]["model"] not in FIT_REFERENCES):
+    for measured, base, features, label, predict in (step for step in every if step[3]["model"] not in FIT_REFERENCES):
         predicted = predict(fitted)  # a kind the terms never saw: its error as a new model's
         report.append(dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
-                           uncorrected_s=base, held_out=True))
+                           uncorrected_s=base, features=_feature_values(features), held_out=True))
         errors.append(report[-1]["error"])
     meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
     error = float(np.median(np.abs(errors))) if errors else 0.0
