@@ -10,6 +10,12 @@ work as the primitives cost it, host events, forward convolutions' and backward 
 their floors), with its parameters' KiB. Several directories of one thread count: the median of each
 over them, and the quartiles of the gap.
 
+With ``--leave-one-kind-out``, each reference kind is then predicted by terms fitted (non-negative least
+squares of the relative gaps, as :mod:`crossover.opcost.composition` fits them) on the other three kinds
+of its calibration, with the composition's features (``current``) and with the training step's autograd
+scale replaced by a constant per training step (``per-step``): the error a kind the terms never saw
+would read, the median over the calibrations.
+
     python experiments/composition_gaps.py /tmp/sittings/zoo_t1 /tmp/sittings/zoo_unseen_t1 ...
 """
 
@@ -42,9 +48,36 @@ def reference_gaps(directory: Path) -> list:
     return out
 
 
+#: Feature sets of the leave-one-kind-out comparison: the composition's, and a constant per training step
+#: in place of the autograd scale.
+FEATURE_SETS = {"current": ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s"),
+                "per-step": ("train_step", "host_events", "conv_forward_s", "backward_kernels_s")}
+
+
+def leave_one_kind_out(rows, features) -> dict:
+    """``{(model, workload, batch_size): median relative error}`` of each reference step predicted by the
+    terms fitted on the other kinds of its calibration (``rows``: :func:`reference_gaps` rows with
+    ``calibration`` and ``train_step`` columns)."""
+    from scipy.optimize import nnls
+
+    errors = {}
+    for _, calibration in rows.groupby("calibration"):
+        for kind in calibration.model.unique():
+            fit = calibration[calibration.model != kind]
+            design = fit[list(features)].to_numpy() / fit.measured_s.to_numpy()[:, None]
+            coef = nnls(design, ((fit.measured_s - fit.bare_s) / fit.measured_s).to_numpy())[0]
+            held = calibration[calibration.model == kind]
+            predicted = held.bare_s.to_numpy() + held[list(features)].to_numpy() @ coef
+            for (_, row), p in zip(held.iterrows(), predicted):
+                errors.setdefault((row.model, row.workload, row.batch_size), []).append(p / row.measured_s - 1)
+    return {key: float(np.median(values)) for key, values in errors.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="calibration directories (calibration.csv.gz, profile.json)")
+    parser.add_argument("--leave-one-kind-out", action="store_true",
+                        help="also predict each kind from terms fitted on the others (two feature sets)")
     args = parser.parse_args(argv)
 
     import pandas as pd
@@ -52,7 +85,7 @@ def main(argv=None) -> int:
     missing = [d for d in args.dirs if not (d / "calibration.csv.gz").exists()]
     if missing:
         parser.error(f"no calibration.csv.gz in {', '.join(map(str, missing))}")
-    rows = pd.DataFrame([row for d in args.dirs for row in reference_gaps(d)])
+    rows = pd.DataFrame([dict(row, calibration=str(d)) for d in args.dirs for row in reference_gaps(d)])
     rows["gap_s"] = rows.measured_s - rows.bare_s
     us = 1e6
     print(f"{len(args.dirs)} calibrations; medians over them (gap: its quartiles); µs")
@@ -64,6 +97,17 @@ def main(argv=None) -> int:
         print(f"{key[0]:7d} {key[1]:9s} {key[2]:8s} {key[3]:5d} {med.measured_s * us:9.1f} {med.bare_s * us:8.1f} "
               f"{med.gap_s * us:7.1f} [{q1:6.1f}, {q3:6.1f}] {med.autograd_s * us:9.1f} {med.host_events:6.0f} "
               f"{med.backward_kernels_s * us:9.1f} {med.conv_forward_s * us:7.1f} {med.param_kib:6.0f}")
+    if args.leave_one_kind_out:
+        rows["train_step"] = (rows.workload == "train").astype(float)
+        print("\neach kind predicted by terms fitted on the other kinds of its calibration: median error")
+        results = {name: leave_one_kind_out(rows, features) for name, features in FEATURE_SETS.items()}
+        print(f"{'threads':>7s} {'model':9s} {'workload':8s} {'batch':>5s} " + " ".join(f"{n:>9s}" for n in results))
+        for key, group in rows.groupby(["threads", "model", "workload", "batch_size"]):
+            print(f"{key[0]:7d} {key[1]:9s} {key[2]:8s} {key[3]:5d} "
+                  + " ".join(f"{results[n][key[1:]]:+9.1%}" for n in results))
+        for name, errors in results.items():
+            values = np.abs(list(errors.values()))
+            print(f"{name}: |error| median {np.median(values):.1%}, 80th percentile {np.quantile(values, 0.8):.1%}")
     return 0
 
 
