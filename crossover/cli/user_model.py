@@ -268,13 +268,12 @@ def _cmd_calibrate(args) -> int:
         from ..opcost.composition import INTERVAL_COVERAGE
 
         references = profile.meta.get("reference_models") or [{}]
-        how = ("each kind from the others" if "leave_one_kind_out_error" in references[0] else
-               "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out")
+        how = "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out"
         how += ", and unseen kinds" if any(r.get("held_out") for r in references) else ""
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
-              f"host event, {format_seconds(o.get('train_step_s', 0.0))} per training step; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
+              f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how}), {profile.interval_rel:.1%} at "
               f"{INTERVAL_COVERAGE:.0%}: a new model's interval")
     if profile.device == "cpu" and profile.threads != 1:

@@ -14,9 +14,8 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
   more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a
   cost the calibration measures with a primitive of its own), and for a training step
   autograd's recording per forward op, the backward engine (once and per backward op) and the
-  optimizer (once and per parameter), times ``1 + train_host_extra``, plus ``train_step_s`` once (this
-  host work runs slower in a real step than in the calibration's tight loops; both fitted on the
-  reference models);
+  optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
+  real step than in the calibration's tight loops; fitted on reference models);
 - on a GPU, a synchronised step (one request served, what ``measure`` times):
   ``max(host time, device kernel time) + step_sync_s``, where the host time is per op its family's
   host floor (:func:`crossover.opcost.op_costs.op_cost`: what a tiny op of the family costs the host,
@@ -164,7 +163,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
         ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
         of the step's fresh buffers), ``autograd_s`` (of it, a training step's
-        autograd and optimizer work, scaled by the profile's ``train_host_extra``, with its ``train_step_s``), ``wake_s`` and
+        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``wake_s`` and
         ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`),
         ``conv_forward_s``
         and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
@@ -223,7 +222,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         autograd_calibrated = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
                                + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
                                + n_params * o("optimizer_param_s"))
-        autograd = autograd_calibrated * (1.0 + profile.train_host_extra) + o("train_step_s")
+        autograd = autograd_calibrated * (1.0 + profile.train_host_extra)
         overhead += autograd
     host += overhead
     # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the

@@ -2,8 +2,8 @@
 
 Their forward and training steps are timed in the calibration's rounds beside the primitives, and
 :mod:`crossover.opcost.composition` fits the composition terms to what the primitives leave unexplained
-on all four, and predicts each kind from the terms fitted on the other three for the interval a new
-model's prediction gets: the plain MLP, the small CNN, a deep narrow MLP (many small layers: a step of host work, ten parameters
+on the plain MLP and the small CNN, and predicts the other two kinds with them, unseen, for the interval
+a new model's prediction gets: a deep narrow MLP (many small layers: a step of host work, ten parameters
 for the optimizer) and an MLP with a layer norm and a GELU (the row-wise and activation ops a modern
 block runs). Each is timed at one sample and at a batch, forward and training step.
 """
