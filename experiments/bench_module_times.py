@@ -17,7 +17,6 @@ time includes the hooks' own (a few hundred nanoseconds a call) and its module c
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,23 +26,13 @@ import numpy as np
 ZOO = Path(__file__).resolve().parent / "zoo"
 
 
-def _load(zoo: Path, name: str):
-    path = zoo / f"{name}.py"
-    if not path.exists():
-        raise SystemExit(f"bench_module_times: no model {name!r} in {zoo}")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def predicted_by_module(profile, model, shape, batch: int) -> dict:
+def predicted_by_module(profile, model, shape, batch: int, dtype=None) -> dict:
     """Seconds per leaf module name: its forward trace rows costed on ``profile`` (a forward convolution's
     times ``1 + conv_forward_extra``, as a step is composed) and one module call."""
     from crossover.opcost.module_predict import trace_step
     from crossover.opcost.op_costs import op_cost
 
-    rows, _ = trace_step(model, shape, batch, "forward")
+    rows, _ = trace_step(model, shape, batch, "forward", dtype=dtype)
     seconds = defaultdict(float)
     for row in rows.to_dict("records"):
         cost = op_cost(profile, row, inference=True)
@@ -89,19 +78,27 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args(argv)
+    path = args.zoo / f"{args.model}.py"
+    if not path.exists():
+        parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
 
     import torch
 
     from crossover.measurement.allocator import settle_allocator
+    from crossover.measurement.module_rounds import example_input
+    from crossover.measurement.user_module import input_dtype, load_factory
     from crossover.opcost.profiles import load_profile
 
     profile = load_profile(args.profile)
     torch.set_num_threads(args.threads)
     settle_allocator()
-    zoo_model = _load(args.zoo, args.model)
-    model = zoo_model.model().eval()
-    x = torch.randn(args.batch_size, *zoo_model.INPUT_SHAPE)
-    predicted = predicted_by_module(profile, model, zoo_model.INPUT_SHAPE, args.batch_size)
+    factory = load_factory(f"{path}:model")
+    shape = tuple(factory.__globals__["INPUT_SHAPE"])
+    dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))  # the embedding bag's ids: long
+    torch.manual_seed(0)
+    model = factory().eval()
+    x = example_input(shape, args.batch_size, dtype=dtype, model=model)
+    predicted = predicted_by_module(profile, model, shape, args.batch_size, dtype)
     times = hooked_times(model, x, args.warmup, args.steps)
     print(f"{args.model} forward batch {args.batch_size}, {args.threads} threads; profile {args.profile}; "
           f"{args.steps} hooked steps")

@@ -31,7 +31,7 @@ from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, sh
 from .fused_layers import FUSED, fused_points, fused_step
 from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
-from .layer_primitives import LAYER_FAMILIES, layer_step
+from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 from .thread_wake import WAKE, wake_points, wake_step
 from .reference_models import REFERENCE_MODELS, reference_model
@@ -184,7 +184,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
     for the model's own fresh outputs."""
     if family in ("elementwise", "copy", "reduction", "pool", "pool_backward", SHORT_ROWS):
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
-    if family in ("pool1d", "conv_depthwise", "batch_norm", "batch_norm_short"):  # half the input, or as large
+    if family in ("pool1d", "conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # half the input, or as large
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
     if family in ("conv", "conv_backward", "conv1d", TRANSPOSED) and len(shape) == 5:
         return 4.0 * math.prod(conv_output_shape(family, shape))

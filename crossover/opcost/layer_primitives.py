@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 __all__ = ["LAYER_OPS", "LAYER_FAMILIES", "layer_points", "layer_step", "layer_family", "moved_bytes",
-           "over_plane_length", "beyond_the_op", "SHORT_PLANES", "BATCH_NORM", "BATCH_NORM_SHORT",
+           "over_plane_length", "beyond_the_op", "SHORT_PLANES", "SHORT_PLANE_FAMILY", "BATCH_NORM", "BATCH_NORM_SHORT",
            "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
 
 #: The primitive of each family (its op name in the plan).
@@ -51,6 +51,8 @@ SHORT_PLANES = "adaptive_pool_short"
 #: The families timing batch norm over long and short planes, and their planes' sides.
 BATCH_NORM, BATCH_NORM_SHORT = "batch_norm", "batch_norm_short"
 _NORM_CHANNELS, _NORM_SIDE, _NORM_SHORT_SIDE = 16, 32, 8
+#: The family of short planes beside each family of long ones (:func:`over_plane_length`).
+SHORT_PLANE_FAMILY = {"adaptive_pool": SHORT_PLANES, BATCH_NORM: BATCH_NORM_SHORT}
 _CHANNELS, _LENGTH, _SIDE = 32, 256, 32  # pools: 32 channels of 256 steps; depthwise: 16 channels of 32 × 32
 _SHORT_LENGTH = 32  # adaptive_pool_short: 32 channels of 32 steps
 EMBEDDING_ROWS, EMBEDDING_WIDTH, BAG_SIZE = 5000, 64, 20

@@ -50,8 +50,7 @@ from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
 from .conv_primitives import TRANSPOSED, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
-from .layer_primitives import (BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, SHORT_PLANES, layer_family, moved_bytes,
-                               over_plane_length)
+from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
 from .short_rows import SHORT_ROWS, over_row_length
 from .streaming import in_stream
@@ -450,7 +449,7 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
             row = dict(row, bytes_read=moved, bytes_written=0)
     warning = ""
     seconds = None if family == "generic" else _curve_time(profile, family, row, name, cold)
-    short = {"adaptive_pool": SHORT_PLANES, BATCH_NORM: BATCH_NORM_SHORT}.get(family)
+    short = SHORT_PLANE_FAMILY.get(family)
     if short in profile.curves and seconds is not None:  # planes of other lengths than the primitive's
         seconds = over_plane_length(row, seconds, _curve_time(profile, short, row, name, cold), family)
     if family == "reduction" and seconds is not None and SHORT_ROWS in profile.curves:  # a softmax's short rows
