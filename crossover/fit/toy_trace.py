@@ -37,7 +37,7 @@ CHECK_SIZES = ((53, 29), (300, 70), (2, 2), (37, 1))
 #: one runs another op in its backward pass): traced for real unless the interpolation holds at all.
 ONE_SIZES = ((1, 1), (1, 7))
 #: Fields of a trace row that are numbers of the size; the others must be the same at every size.
-_NUMBERS = ("flops", "bytes_read", "bytes_written")
+_NUMBERS = ("flops", "bytes_read", "bytes_written", "state_bytes")
 _TEMPLATES: dict = {}  # (n_layers, workload, dtype) -> template (see _template), or None: trace for real
 #: The shipped templates: of one and two layers, each workload and dtype, for one torch version.
 SHIPPED = Path(__file__).with_name("toy_traces.json")

@@ -15,11 +15,10 @@ parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost
 allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the kernel faults them in page by
 page) less filling one kept, over its bytes (0.25 ns per byte on the 2-core VM, 10-16 times the cost of writing it).
 ``wake_s`` and ``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
-(:mod:`crossover.opcost.thread_wake`; not timed at one thread). ``fused_mha_s``, ``fused_mha_scale``
-(``fused_encoder_`` alike): the fused inference layers timed whole against their kernels
-(:mod:`crossover.opcost.fused_layers`). The noise floor is the drift reference's mean relative deviation from its
-median over rounds. ``crossover calibrate`` cut short (Ctrl-C, a time limit) keeps its whole rounds;
-``meta["rounds"]`` counts them.
+(:mod:`crossover.opcost.thread_wake`; not timed at one thread). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_``
+alike): the fused inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
+``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor is the drift
+reference's mean relative deviation from its median. A calibration cut short keeps its whole rounds (``meta["rounds"]``).
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
@@ -61,6 +60,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
 from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
+from .reuse import REUSE, fit_reuse
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
-                      ATTENTION_BACKWARD, WAKE, FUSED):
+                      ATTENTION_BACKWARD, WAKE, FUSED, REUSE):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
@@ -459,8 +459,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
                                    [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])
-    if device == "cpu":  # attention per (batch, head) pair, forward and backward
-        curves.update(head_curves(families))
+    if device == "cpu":  # attention per (batch, head) pair, forward and backward; state read back (reuse)
+        curves.update(head_curves(families), **{REUSE: c for c in [fit_reuse(families)] if c is not None})
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell

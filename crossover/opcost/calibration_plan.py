@@ -33,6 +33,7 @@ from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_sha
                               conv_step)
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
+from .reuse import REUSE, reuse_points, reuse_step
 from .thread_wake import WAKE, wake_points, wake_step
 from .reference_models import REFERENCE_MODELS, reference_model
 
@@ -224,6 +225,8 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
         out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
                 for family, name, gap, (n,) in wake_points() if threads != 1]  # one thread: no team to wake
+        out += [Point(family, name, m=round(x * 100), k=shape[1], n=shape[2], x=x)  # m: the span in hundredths
+                for family, name, x, shape in reuse_points()]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:
@@ -439,6 +442,10 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
     if point.family == WAKE:
         return wake_step(point.x, device)
+    if point.family == REUSE:  # the span of weight copies in private caches: the core's times the threads
+        from ..measurement.environment import private_cache_bytes
+
+        return reuse_step(point.x, private_cache_bytes() * torch.get_num_threads(), device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
     if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED):

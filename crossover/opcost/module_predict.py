@@ -52,6 +52,7 @@ from .layer_primitives import layer_family
 from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
+from .reuse import reuse_s
 from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
 
@@ -164,7 +165,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
         of the step's fresh buffers), ``autograd_s`` (of it, a training step's
         autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``wake_s`` and
-        ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`),
+        ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`), ``reuse_s``
+        and ``footprint_bytes`` (its weights and gradients read back from the shared cache, :mod:`.reuse`),
         ``conv_forward_s``
         and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
         of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
@@ -231,7 +233,12 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     between_s = module_calls * o("module_call_s") + autograd_calibrated
     wake_paid_s, wake_regions, regions = step_wake_s(profile, timeline, between_s / max(len(timeline), 1))
     wake_unsure_s = (regions - wake_regions) * o("wake_s")  # gaps the count put under the threads' spin
-    host += wake_paid_s
+    # a CPU step's weights and gradients read back from the shared cache once its footprint outgrows the
+    # private ones (reuse; 0 on a GPU, on a profile without the curve, or with the weights costed cold)
+    state_s, footprint = reuse_s(profile, rows, cold)
+    host += wake_paid_s + state_s
+    memory += state_s
+    by_family["reuse"] += state_s
     sync = (o("step_sync_s") or o("sync_s")) if on_gpu else 0.0
     copy = 0.0
     if on_gpu and transfer and input_bytes:
@@ -265,7 +272,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     return dict(latency_s=latency, latency_low_s=max(low, 0.1 * latency),
                 latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1) + wake_unsure_s, fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
-                autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, conv_forward_s=conv_forward,
+                autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, reuse_s=state_s,
+                footprint_bytes=footprint, conv_forward_s=conv_forward,
                 backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],

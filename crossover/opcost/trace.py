@@ -22,7 +22,9 @@ Columns of the returned table
 ``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
 top level, in the loss, backward and optimizer phases), ``args`` (what an op's shapes do not tell about its
 work: a convolution's ``stride``, ``padding``, ``dilation``, ``transposed`` and ``groups``, a fused
-attention op's ``heads``, the fused encoder layer's ``gelu``; None for other ops).
+attention op's ``heads``, the fused encoder layer's ``gelu``; None for other ops), ``state_bytes`` (bytes of
+its tensor arguments and results that are the model's parameters, buffers or their gradients, each
+storage once: what a step holds from one step to the next, :mod:`crossover.opcost.reuse`; 0 for views).
 
 How each count is made (heuristics, not measurements)
 -----------------------------------------------------
@@ -58,7 +60,7 @@ KINDS = ("matmul", "conv", "attention", "elementwise", "reduction", "view", "cop
 PHASES = ("forward", "loss", "backward", "optimizer")
 #: The columns of :func:`trace_module`'s table, in order.
 COLUMNS = ("index", "op", "kind", "input_shapes", "output_shapes", "flops", "bytes_read",
-           "bytes_written", "launches", "phase", "module", "args")
+           "bytes_written", "launches", "phase", "module", "args", "state_bytes")
 #: The arguments of ``aten.convolution`` and ``aten.convolution_backward`` the ``args`` column keeps:
 #: name -> position (the backward's are one further on: its first argument is the output's gradient).
 _CONV_ARGS = {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "groups": 8}
@@ -147,6 +149,21 @@ def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def _storage_id(tensor) -> int:
+    """Which storage ``tensor`` views (views of one tensor share it; fake tensors have one too)."""
+    return tensor.untyped_storage()._cdata
+
+
+def _state_bytes(recorder, state) -> None:
+    """Fill each row's ``state_bytes`` from the storages it touched (kept alive by the recorder, so no
+    freed storage's address is taken by another) and those of ``state``: the step's parameters, buffers
+    and gradients."""
+    ids = {_storage_id(t) for t in state if t is not None}
+    for row, touched in zip(recorder.rows, recorder.touched):
+        row["state_bytes"] = 0 if not row["launches"] else sum(
+            {_storage_id(t): t.numel() * t.element_size() for t in touched if _storage_id(t) in ids}.values())
+
+
 class _ModuleStack:
     """The modules running right now, from global forward hooks (left as is when a forward raises)."""
 
@@ -198,6 +215,7 @@ def _recorder(modules: _ModuleStack):
         def __init__(self):
             super().__init__()
             self.rows = []
+            self.touched = []  # each row's tensors, alive until the trace ends (see _state_bytes)
             self.phase = "forward"
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -234,6 +252,7 @@ def _recorder(modules: _ModuleStack):
                 "module": modules.current if self.phase == "forward" else "",
                 "args": _op_args(name, args),
             })
+            self.touched.append(inputs + outputs)
 
     return Recorder()
 
@@ -401,6 +420,7 @@ def trace_module(model, example_input, workload: str = "forward", loss=None, opt
             if train:
                 _train_rest(recorder, output, loss, optimizer,
                             [p for p in dict.fromkeys(state.values()) if p.requires_grad])
+            _state_bytes(recorder, [*state.values(), *(t.grad for t in state.values())])
     except TraceError:
         raise
     except Exception as error:  # the model's own errors: shapes, dtypes, data-dependent ops...

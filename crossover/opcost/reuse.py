@@ -1,0 +1,124 @@
+"""A CPU step's weights read back from the shared cache: what a step pays when its state outgrows the private ones.
+
+A calibration primitive repeats one op on the same tensors, so its weights sit in the core's private
+cache (L2) at every call. In a model's step each weight is touched once per step, and between two
+touches the step reads and writes everything else it holds: its other weights, their gradients in a
+training step, its activations. When that footprint outgrows the private caches, every weight comes
+back from the shared level. On the 2-core VM at one thread (2 MiB of L2) a one-row product with a
+256 KiB weight took 3.0 µs repeated alone and 10.0 µs cycling over weight copies spanning 4 MiB
+(26 ps per weight byte), an SGD update 50 ps per parameter byte, a batch-1 weight gradient written
+into a cycled buffer 20 ps per byte; the transition lay between 1 and 3 MiB of copies, and at two
+threads (two L2s) between 2 and 8 MiB. Whole training steps of three-layer MLPs whose weights ran
+from 51 KiB to 3 MiB missed their op costs by 39 to 415 µs (``experiments/bench_reuse.py``).
+
+The calibration measures it (family :data:`REUSE`): a one-row product over a :data:`PROBE_KN` ×
+:data:`PROBE_KN` weight, cycling over copies that span each of :data:`REUSE_FACTORS` times the profile's
+private cache bytes (its ``cache_bytes``: the private cache of a core times the threads), beside the same
+product on one weight. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
+against that multiple. A step's rows carry ``state_bytes`` (the bytes of their arguments that are the
+model's parameters, buffers or gradients: :mod:`crossover.opcost.trace`); :func:`reuse_s` puts the step's
+footprint on the curve and charges each row its state bytes at the rate there, less the rate its own state
+already pays alone (a weight larger than the private caches is read from the shared level by its grid
+primitive too).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Optional, Sequence
+
+__all__ = ["REUSE", "REUSE_FACTORS", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
+           "step_footprint_bytes", "reuse_s"]
+
+#: The family of the reuse primitives (CPU only).
+REUSE = "reuse"
+#: The weight copies' span, in multiples of the profile's private cache bytes (0: one weight, repeated).
+REUSE_FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
+#: The probe's weight is PROBE_KN × PROBE_KN floats (256 KiB): a one-row product over it opens a parallel
+#: region at any thread count (:data:`crossover.opcost.thread_wake.GEMV_PARALLEL_KN`).
+PROBE_KN = 256
+PROBE_BYTES = 4 * PROBE_KN * PROBE_KN
+
+
+def reuse_points() -> list:
+    """``(family, name, x, shape)`` of each reuse primitive: ``x`` is its span in private caches."""
+    return [(REUSE, "gemv_pool", factor, (1, PROBE_KN, PROBE_KN)) for factor in REUSE_FACTORS]
+
+
+def reuse_step(factor: float, cache_bytes: int, device: str = "cpu") -> Callable[[], object]:
+    """A one-row product, each call on the next of the weight copies that span ``factor × cache_bytes``
+    (one copy at least)."""
+    import itertools
+
+    import torch
+
+    copies = max(1, round(factor * cache_bytes / PROBE_BYTES))
+    # distinct values in every copy: no two pages alike for the kernel to merge
+    pool = torch.arange(copies * PROBE_KN * PROBE_KN, dtype=torch.float32, device=device).mul_(1e-9)
+    weights = itertools.cycle([w.t() for w in pool.view(copies, PROBE_KN, PROBE_KN)])
+    x = torch.randn(1, PROBE_KN, device=device)
+    return lambda: torch.mm(x, next(weights))
+
+
+def fit_reuse(families: Mapping):
+    """The extra seconds per byte of state against the span in private caches, from the reuse primitives
+    (``(seconds, spread, row)`` per point under ``families[REUSE]``, ``row["x"]`` the span); None where the
+    calibration lacks them (pure).
+
+    Each span's extra is its product's time less the one weight's, over the probe's weight bytes, made
+    non-decreasing in the span (pool adjacent violators); the curve is read linearly between spans.
+
+    Returns
+    -------
+    crossover.opcost.profiles.Curve or None
+        ``x``: the positive spans; ``time_s``: seconds per byte (at least a femtosecond: a curve's times
+        are positive).
+    """
+    from .profiles import Curve, isotonic
+
+    by_span = {float(row["x"]): seconds for seconds, _, row in families.get(REUSE, []) if math.isfinite(seconds)}
+    if 0.0 not in by_span or len(by_span) < 3:
+        return None
+    alone = by_span.pop(0.0)
+    spans = sorted(by_span)
+    extra = isotonic([max(by_span[s] - alone, 0.0) / PROBE_BYTES for s in spans])
+    return Curve(tuple(spans), tuple(max(float(e), 1e-15) for e in extra))
+
+
+def _rate(curve, span: float) -> float:
+    """Seconds per byte at ``span`` private caches: linear between the measured spans, 0 at no span,
+    held at the last one past it."""
+    if span <= 0:
+        return 0.0
+    if span <= curve.x[0]:
+        return curve.time_s[0] * span / curve.x[0]
+    return curve.affine(min(span, curve.x[-1]))
+
+
+def step_footprint_bytes(rows: Sequence[Mapping]) -> float:
+    """What a step touches between two visits of one weight: every row's state bytes, and the bytes each
+    row without state writes (its activations; views and allocations move nothing)."""
+    return float(sum(float(row.get("state_bytes") or 0) or float(row.get("bytes_written") or 0)
+                     for row in rows if int(row.get("launches", 1) or 0)))
+
+
+def reuse_s(profile, rows: Sequence[Mapping], cold: bool = False) -> tuple:
+    """``(seconds, footprint bytes)``: what a CPU step's rows pay for their state read back from the shared
+    cache (pure).
+
+    Each row with state bytes pays them at the reuse curve's rate at the step's footprint, less its rate at
+    the row's own state (what its primitive, repeated alone, already paid). Nothing on a GPU, on a profile
+    without the curve, on rows traced before ``state_bytes``, or when the weights are costed ``cold``
+    (their grid cycles them through memory already).
+    """
+    curve = profile.curves.get(REUSE)
+    if profile.device != "cpu" or curve is None or cold or not profile.cache_bytes:
+        return 0.0, 0.0
+    footprint = step_footprint_bytes(rows)
+    at_step = _rate(curve, footprint / profile.cache_bytes)
+    seconds = 0.0
+    for row in rows:
+        state = float(row.get("state_bytes") or 0)
+        if state and int(row.get("launches", 1) or 0):
+            seconds += state * max(at_step - _rate(curve, state / profile.cache_bytes), 0.0)
+    return seconds, footprint

@@ -1,0 +1,119 @@
+"""A step's state read back from the shared cache: which trace rows touch the model's parameters and
+gradients, the calibration's reuse curve from its primitives, and what a step pays at its footprint."""
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from crossover.opcost.calibrate import build_profile
+from crossover.opcost.calibration_plan import PLANS, make_step, points
+from crossover.opcost.module_predict import step_prediction
+from crossover.opcost.profiles import Curve, synthetic_profile
+from crossover.opcost.reuse import (PROBE_BYTES, REUSE, REUSE_FACTORS, fit_reuse, reuse_s,
+                                    step_footprint_bytes)
+from crossover.opcost.trace import trace_module
+from calibration_rows import US, overhead_rows, row
+
+MIB = 2**20
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def _bytes(*shapes):
+    return sum(4 * torch.Size(s).numel() for s in shapes)
+
+
+def test_rows_count_the_parameters_and_gradients_they_touch():
+    model = _mlp()
+    forward = trace_module(model, torch.empty(8, 64, device="meta"), "forward")
+    products = forward[forward.op == "aten.addmm.default"]
+    assert list(products.state_bytes) == [_bytes((32, 64), (32,)), _bytes((10, 32), (10,))]  # weight and bias
+    assert forward.state_bytes.sum() == _bytes(*(p.shape for p in model.parameters()))  # the input is not state
+    assert (forward[forward.launches == 0].state_bytes == 0).all()  # views (the weights' .t()) move nothing
+    train = trace_module(model, torch.empty(8, 64, device="meta"), "train")
+    updates = train[train.phase == "optimizer"]
+    # each SGD update reads its parameter and its gradient (the parameter written in place: one storage)
+    assert sorted(updates.state_bytes) == sorted(2 * _bytes(p.shape) for p in model.parameters())
+    backward = train[train.phase == "backward"]
+    assert backward.state_bytes.sum() > 0  # the gradients written, the second layer's weight read
+    assert (train[train.phase == "loss"].state_bytes == 0).all()
+
+
+def _families(times_s):
+    return {REUSE: [(t, 0.0, dict(x=x)) for x, t in zip(REUSE_FACTORS, times_s)]}
+
+
+def test_the_curve_is_the_extra_per_byte_over_the_product_alone():
+    alone = 3 * US
+    extras = [0.0, 0.0, 1e-6, 3e-6, 6e-6, 7e-6, 7e-6, 7e-6]  # at REUSE_FACTORS
+    curve = fit_reuse(_families([alone + e for e in extras]))
+    assert curve.x == REUSE_FACTORS[1:]
+    assert curve.time_s[-1] == pytest.approx(7e-6 / PROBE_BYTES)
+    assert curve.time_s[2] == pytest.approx(3e-6 / PROBE_BYTES)
+    # a noisy dip is pooled with its neighbour: never cheaper to read from farther
+    noisy = fit_reuse(_families([alone + e for e in (0.0, 0.0, 1e-6, 5e-6, 3e-6, 7e-6, 7e-6, 7e-6)]))
+    assert all(b >= a for a, b in zip(noisy.time_s, noisy.time_s[1:]))
+    assert noisy.time_s[2] == pytest.approx(4e-6 / PROBE_BYTES)
+    assert fit_reuse({}) is None  # a calibration without the primitives: no curve
+
+
+def _profile(cache_bytes=2 * MIB, device="cpu"):
+    """A machine whose state past 2 caches is read back at 25 ps a byte, nothing within one cache."""
+    curve = Curve((0.25, 1.0, 2.0, 4.0), (1e-15, 1e-15, 25e-12, 25e-12))
+    base = synthetic_profile(device)
+    return dataclasses.replace(base, cache_bytes=cache_bytes, curves={**base.curves, REUSE: curve})
+
+
+def _rows(*weights_bytes, written=0):
+    return [dict(op="aten.addmm.default", launches=1, state_bytes=w, bytes_written=written) for w in weights_bytes]
+
+
+def test_a_step_pays_its_state_at_its_footprint():
+    small = _rows(256 * 1024, 256 * 1024)  # 0.5 MiB: fits the private caches
+    assert reuse_s(_profile(), small) == (pytest.approx(0.0, abs=1e-7), 0.5 * MIB)
+    large = _rows(*[256 * 1024] * 24)  # 6 MiB: 3 caches, past the curve's plateau
+    seconds, footprint = reuse_s(_profile(), large)
+    assert footprint == 6 * MIB
+    assert seconds == pytest.approx(6 * MIB * 25e-12, rel=1e-4)
+    # a weight read from the shared level by its own primitive (5 MiB alone: past the plateau) pays nothing more
+    assert reuse_s(_profile(), _rows(5 * MIB))[0] == pytest.approx(0.0, abs=1e-7)
+    # halfway between one and two caches, linearly
+    assert reuse_s(_profile(), _rows(*[256 * 1024] * 12))[0] == pytest.approx(3 * MIB * 12.5e-12, rel=1e-4)
+    # activations count in the footprint, not in what is read back
+    assert reuse_s(_profile(), _rows(256 * 1024, 0, written=6 * MIB))[0] == pytest.approx(256 * 1024 * 25e-12, rel=1e-4)
+    # more threads, more private cache: the same step fits
+    assert reuse_s(_profile(cache_bytes=8 * MIB), large)[0] == pytest.approx(0.0, abs=1e-7)  # 0.75 caches
+    assert reuse_s(_profile(device="cuda"), large) == (0.0, 0.0)
+    assert reuse_s(_profile(), large, cold=True) == (0.0, 0.0)  # the cold grid cycles its weights already
+    assert reuse_s(synthetic_profile("cpu"), large) == (0.0, 0.0)  # no curve
+
+
+def test_a_prediction_adds_what_its_state_pays():
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512))
+    table = trace_module(model, torch.empty(1, 512, device="meta"), "train")
+    rows = table.to_dict("records")
+    sizes = dict(module_calls=6, n_params=6, param_bytes=sum(4 * p.numel() for p in model.parameters()))
+    without = step_prediction(dataclasses.replace(_profile(), curves=synthetic_profile("cpu").curves), rows, **sizes)
+    with_it = step_prediction(_profile(), rows, **sizes)
+    assert step_footprint_bytes(rows) > 4 * 2 * MIB  # 3 MiB of weights, their gradients and updates
+    assert with_it["reuse_s"] > 0 and with_it["footprint_bytes"] == step_footprint_bytes(rows)
+    assert with_it["latency_s"] - without["latency_s"] == pytest.approx(with_it["reuse_s"])
+    assert without["reuse_s"] == 0.0
+
+
+def test_the_calibration_times_the_probe_over_each_span_and_builds_the_curve():
+    plan = PLANS["quick"]
+    probes = [p for p in points(plan, "cpu", 2) if p.family == REUSE]
+    assert sorted(p.x for p in probes) == sorted(REUSE_FACTORS) and len({p.key for p in probes}) == len(probes)
+    assert not [p for p in points(plan, "cuda") if p.family == REUSE]
+    step = make_step(probes[0], "cpu")
+    assert tuple(step().shape) == (1, 256)
+    rows = overhead_rows() + [row("gemv_pool", 3 * US + (2 * US if x >= 1 else 0), family=REUSE, m=round(x * 100),
+                                  k=256, n=256, x=x) for x in REUSE_FACTORS]
+    profile = build_profile(rows, device="cpu", machine="test", threads=1, cache_bytes=2 * MIB)
+    assert profile.curves[REUSE].time_s[-1] == pytest.approx(2 * US / PROBE_BYTES)
