@@ -117,3 +117,19 @@ def test_the_calibration_times_the_probe_over_each_span_and_builds_the_curve():
                                   k=256, n=256, x=x) for x in REUSE_FACTORS]
     profile = build_profile(rows, device="cpu", machine="test", threads=1, cache_bytes=2 * MIB)
     assert profile.curves[REUSE].time_s[-1] == pytest.approx(2 * US / PROBE_BYTES)
+
+
+def test_the_probe_reads_every_copy_at_the_start_of_a_visit(monkeypatch):
+    from crossover.opcost import reuse
+
+    step = reuse.reuse_step(2.0, 4 * PROBE_BYTES)  # 8 copies
+    calls = []
+    real_mm = torch.mm
+    monkeypatch.setattr(torch, "mm", lambda *a: calls.append(1) or real_mm(*a))
+    step()
+    assert len(calls) == 8 + 1  # every copy once, then the timed product
+    step()
+    assert len(calls) == 8 + 2  # within the visit: the next copy only
+    monkeypatch.setattr(reuse, "REWARM_AFTER_S", -1.0)  # as if the visit had ended
+    step()
+    assert len(calls) == 8 + 2 + 9

@@ -45,19 +45,40 @@ def reuse_points() -> list:
     return [(REUSE, "gemv_pool", factor, (1, PROBE_KN, PROBE_KN)) for factor in REUSE_FACTORS]
 
 
+#: A call this long after the one before starts a visit: the probe first reads every copy once.
+REWARM_AFTER_S = 1e-3
+
+
 def reuse_step(factor: float, cache_bytes: int, device: str = "cpu") -> Callable[[], object]:
     """A one-row product, each call on the next of the weight copies that span ``factor × cache_bytes``
-    (one copy at least)."""
+    (one copy at least).
+
+    The first call of a visit (:data:`REWARM_AFTER_S` after the last) reads every copy first, as a model's
+    step reads its weights at every step: on the 2-core VM copies left idle between the calibration's
+    rounds cost 0.2-1.4 ms a call (a few hundred times their read) until each had been read once, and a
+    visit of a few dozen calls over 48-64 copies read nothing else (the 1127u sittings)."""
     import itertools
+    import time
 
     import torch
 
     copies = max(1, round(factor * cache_bytes / PROBE_BYTES))
     # distinct values in every copy: no two pages alike for the kernel to merge
     pool = torch.arange(copies * PROBE_KN * PROBE_KN, dtype=torch.float32, device=device).mul_(1e-9)
-    weights = itertools.cycle([w.t() for w in pool.view(copies, PROBE_KN, PROBE_KN)])
+    every = [w.t() for w in pool.view(copies, PROBE_KN, PROBE_KN)]
+    weights = itertools.cycle(every)
     x = torch.randn(1, PROBE_KN, device=device)
-    return lambda: torch.mm(x, next(weights))
+    last = [-math.inf]
+
+    def step():
+        if time.perf_counter() - last[0] > REWARM_AFTER_S:
+            for weight in every:
+                torch.mm(x, weight)
+        out = torch.mm(x, next(weights))
+        last[0] = time.perf_counter()
+        return out
+
+    return step
 
 
 def fit_reuse(families: Mapping):
