@@ -8,7 +8,9 @@ Two parts, at the thread count given:
 2. **Whole steps**: three-layer MLPs ``d → d/2 → d/2 → 10`` from d = 128 to 1024 (51 KiB to 3 MiB of
    weights), forward and training step at batch 1, in shuffled interleaved rounds, against their cost on
    a profile with and without the reuse term (``--profile``: a calibration of this machine at these
-   threads, measured just before).
+   threads, measured just before; without: rebuilt from its calibration less the reuse primitives, so the
+   composition terms are fitted without the term too), and beside the cost of their ops' primitives
+   alone (no composition terms, no reuse: the gap is what the step takes beyond them).
 
     python experiments/bench_reuse.py --threads 1 --profile DIR
 """
@@ -16,7 +18,6 @@ Two parts, at the thread count given:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import random
 import sys
@@ -77,16 +78,29 @@ def _mlp(d: int):
     return nn.Sequential(nn.Linear(d, d // 2), nn.ReLU(), nn.Linear(d // 2, d // 2), nn.ReLU(), nn.Linear(d // 2, 10))
 
 
+def profile_without_reuse(profile_dir: str):
+    """The profile rebuilt from its calibration without the reuse primitives: no reuse term, and the
+    composition fitted without it (what predicting without the term means, not the same terms less it)."""
+    from crossover.opcost.calibrate import build_profile, read_calibration
+    from crossover.opcost.profiles import load_profile
+    from crossover.opcost.reuse import REUSE
+
+    old = load_profile(profile_dir)
+    rows = [row for row in read_calibration(profile_dir) if row["family"] != REUSE]
+    return build_profile(rows, device=old.device, machine=old.machine, threads=old.threads, llc=old.llc_bytes,
+                         cache_bytes=old.cache_bytes, meta=dict(old.meta))
+
+
 def steps(profile_dir: str, rounds: int, calls: int) -> None:
     import numpy as np
 
     from crossover.measurement.module_rounds import make_module_step, example_input
+    from crossover.opcost.composition import COMPOSITION_TERMS, _with_terms
     from crossover.opcost.module_predict import step_prediction, trace_step
     from crossover.opcost.profiles import load_profile
-    from crossover.opcost.reuse import REUSE
-
     profile = load_profile(profile_dir)
-    without = dataclasses.replace(profile, curves={k: v for k, v in profile.curves.items() if k != REUSE})
+    without = profile_without_reuse(profile_dir)
+    bare = _with_terms(without, (0.0,) * len(COMPOSITION_TERMS))  # the ops' primitives alone
     cases = [(d, w) for d in WIDTHS for w in ("forward", "train")]
     fns = {(d, w): make_module_step(_mlp(d), example_input((d,), 1), w) for d, w in cases}
     times = {case: [] for case in cases}
@@ -97,19 +111,21 @@ def steps(profile_dir: str, rounds: int, calls: int) -> None:
             times[case].append(_p10_us(fns[case], calls))
     print(f"\nwhole steps at batch 1, {rounds} rounds of {calls} calls; profile {profile_dir} "
           f"(cache {profile.cache_bytes / MIB:g} MiB, {profile.threads} threads)")
-    print("   d  weights KiB  workload  measured µs  costed µs (error)  without reuse (error)  reuse µs  footprint MiB")
+    print("   d  weights KiB  workload  measured µs  costed µs (error)  without reuse (error)  reuse µs  footprint MiB"
+          "  primitives alone µs (gap)")
     for d, workload in cases:
         model = _mlp(d)
         table, calls_ = trace_step(model, (d,), 1, workload)
         params = list(model.parameters())
         sizes = dict(module_calls=calls_, n_params=len(params), param_bytes=sum(4 * p.numel() for p in params))
         rows = table.to_dict("records")
-        with_it, plain = (step_prediction(p, rows, **sizes) for p in (profile, without))
+        with_it, plain, alone = (step_prediction(p, rows, **sizes) for p in (profile, without, bare))
         measured = float(np.median(times[(d, workload)]))
         print(f"{d:5d} {sizes['param_bytes'] / 1024:11.0f}  {workload:8s} {measured:11.1f}  "
               f"{with_it['latency_s'] * 1e6:9.1f} ({with_it['latency_s'] * 1e6 / measured - 1:+6.1%})  "
               f"{plain['latency_s'] * 1e6:13.1f} ({plain['latency_s'] * 1e6 / measured - 1:+6.1%})  "
-              f"{with_it['reuse_s'] * 1e6:8.1f}  {with_it['footprint_bytes'] / MIB:13.2f}")
+              f"{with_it['reuse_s'] * 1e6:8.1f}  {with_it['footprint_bytes'] / MIB:13.2f}  "
+              f"{alone['latency_s'] * 1e6:19.1f} ({measured - alone['latency_s'] * 1e6:+.0f})")
 
 
 def main(argv=None) -> int:

@@ -6,10 +6,12 @@ touches the step reads and writes everything else it holds: its other weights, t
 training step, its activations. When that footprint outgrows the private caches, every weight comes
 back from the shared level. On the 2-core VM at one thread (2 MiB of L2) a one-row product with a
 256 KiB weight took 3.0 µs repeated alone and 10.0 µs cycling over weight copies spanning 4 MiB
-(26 ps per weight byte), an SGD update 50 ps per parameter byte, a batch-1 weight gradient written
+(27 ps per weight byte), an SGD update 54 ps per parameter byte, a batch-1 weight gradient written
 into a cycled buffer 20 ps per byte; the transition lay between 1 and 3 MiB of copies, and at two
-threads (two L2s) between 2 and 8 MiB. Whole training steps of three-layer MLPs whose weights ran
-from 51 KiB to 3 MiB missed their op costs by 39 to 415 µs (``experiments/bench_reuse.py``).
+threads (two L2s) between 2 and 8 MiB (``experiments/bench_reuse.py``, its logs in
+``experiments/results/intel-xeon-2c/logs``: batch-1 MLP steps there take 6 to 103 µs beyond their
+primitives forward and 62 to 213 µs training as their weights grow from 51 KiB to 3 MiB; this term
+pays up to 36 and 121 µs of it).
 
 The calibration measures it (family :data:`REUSE`): a one-row product over a :data:`PROBE_KN` ×
 :data:`PROBE_KN` weight, cycling over copies that span each of :data:`REUSE_FACTORS` times the profile's
