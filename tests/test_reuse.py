@@ -133,3 +133,24 @@ def test_the_probe_reads_every_copy_at_the_start_of_a_visit(monkeypatch):
     monkeypatch.setattr(reuse, "REWARM_AFTER_S", -1.0)  # as if the visit had ended
     step()
     assert len(calls) == 8 + 2 + 9
+
+
+def test_tensors_without_storage_are_no_state_and_old_rows_pay_nothing():
+    # a sparse embedding's gradient has no storage: the training step still traces, its table still counts
+    model = nn.Sequential(nn.Embedding(10, 4, sparse=True), nn.Flatten(), nn.Linear(8, 2))
+    table = trace_module(model, torch.zeros(3, 2, dtype=torch.long, device="meta"), "train")
+    assert table.state_bytes.sum() > 0
+    # rows traced before the column, or read back from a table without it (NaN), count nothing
+    rows = [dict(op="aten.addmm.default", launches=1, bytes_written=8 * MIB),
+            dict(op="aten.addmm.default", launches=1, state_bytes=float("nan"), bytes_written=0)]
+    assert reuse_s(_profile(), rows) == (0.0, 8 * MIB)
+
+
+def test_a_recurrent_layer_costed_whole_carries_all_its_weights():
+    from crossover.opcost.gpu_ops import fused_recurrent_row
+
+    gru = nn.GRU(16, 32, batch_first=True)
+    model = nn.Sequential(gru)
+    table = trace_module(model, torch.empty(2, 5, 16, device="meta"), "forward")
+    row = fused_recurrent_row(table.to_dict("records"), gru, "0", 2)
+    assert row["state_bytes"] == sum(4 * p.numel() for p in gru.parameters())

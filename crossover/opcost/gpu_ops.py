@@ -109,6 +109,7 @@ def fused_recurrent_row(rows, module, path: str, batch_size: int):
                 flops=sum(int(r.get("flops") or 0) for r in own)  # oneDNN's layer counts none: its products'
                 or int(directions * sum(gru_flops(batch_size, steps, w, module.hidden_size, gates) for w in layers)),
                 bytes_read=sum(int(r.get("bytes_read") or 0) for r in own),
+                state_bytes=sum(p.numel() * p.element_size() for p in module.parameters()),  # its weights, once
                 output_shapes=tuple(outputs), bytes_written=int(element * sum(math.prod(s) for s in outputs)),
                 rnn=dict(batch=batch_size, input=module.input_size, hidden=module.hidden_size, gates=gates,
                          layers=module.num_layers, directions=directions, steps=steps))

@@ -22,12 +22,19 @@ model's parameters, buffers or gradients: :mod:`crossover.opcost.trace`); :func:
 footprint on the curve and charges each row its state bytes at the rate there, less the rate its own state
 already pays alone (a weight larger than the private caches is read from the shared level by its grid
 primitive too).
+
+Known limits (a review's, none met by the zoo): every touch of a weight is charged, so a weight read again
+while still in the private cache (an unfused recurrent layer's time steps in a training step, a module
+called twice) pays each time; the footprint counts touches, not distinct bytes (a training step's weights
+three times); with the weights costed cold the whole step pays none, though only its plain products are
+costed on the cold grid; an optimizer's own state (momentum, Adam's moments) is not traced as state; on a
+private cache under 1 MiB the smallest spans round to one copy.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Sequence
 
 __all__ = ["REUSE", "REUSE_FACTORS", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
            "step_footprint_bytes", "reuse_s"]
@@ -118,10 +125,21 @@ def _rate(curve, span: float) -> float:
     return curve.affine(min(span, curve.x[-1]))
 
 
+def _count(row: Mapping, key: str) -> float:
+    """A row's count, 0 where it is missing or not a number (a table traced before the column)."""
+    value = row.get(key)
+    try:
+        value = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
 def step_footprint_bytes(rows: Sequence[Mapping]) -> float:
     """What a step touches between two visits of one weight: every row's state bytes, and the bytes each
-    row without state writes (its activations; views and allocations move nothing)."""
-    return float(sum(float(row.get("state_bytes") or 0) or float(row.get("bytes_written") or 0)
+    row without state writes (its activations; views and allocations move nothing). Each touch counts, so
+    a training step's weights count once read forward, once read backward and once updated."""
+    return float(sum(_count(row, "state_bytes") or _count(row, "bytes_written")
                      for row in rows if int(row.get("launches", 1) or 0)))
 
 
@@ -141,7 +159,7 @@ def reuse_s(profile, rows: Sequence[Mapping], cold: bool = False) -> tuple:
     at_step = _rate(curve, footprint / profile.cache_bytes)
     seconds = 0.0
     for row in rows:
-        state = float(row.get("state_bytes") or 0)
+        state = _count(row, "state_bytes")
         if state and int(row.get("launches", 1) or 0):
             seconds += state * max(at_step - _rate(curve, state / profile.cache_bytes), 0.0)
     return seconds, footprint

@@ -149,16 +149,20 @@ def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _storage_id(tensor) -> int:
-    """Which storage ``tensor`` views (views of one tensor share it; fake tensors have one too)."""
-    return tensor.untyped_storage()._cdata
+def _storage_id(tensor):
+    """Which storage ``tensor`` views (views of one tensor share it; fake tensors have one too); None for a
+    tensor without one (a sparse gradient, an opaque oneDNN tensor): it counts as no state."""
+    try:
+        return tensor.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def _state_bytes(recorder, state) -> None:
     """Fill each row's ``state_bytes`` from the storages it touched (kept alive by the recorder, so no
     freed storage's address is taken by another) and those of ``state``: the step's parameters, buffers
     and gradients."""
-    ids = {_storage_id(t) for t in state if t is not None}
+    ids = {_storage_id(t) for t in state if t is not None} - {None}
     for row, touched in zip(recorder.rows, recorder.touched):
         row["state_bytes"] = 0 if not row["launches"] else sum(
             {_storage_id(t): t.numel() * t.element_size() for t in touched if _storage_id(t) in ids}.values())
