@@ -10,7 +10,7 @@ back from the shared level. On the 2-core VM at one thread (2 MiB of L2) a one-r
 into a cycled buffer 20 ps per byte; the transition lay between 1 and 3 MiB of copies, and at two
 threads (two L2s) between 2 and 8 MiB (``experiments/bench_reuse.py``, its logs in
 ``experiments/results/intel-xeon-2c/logs``: batch-1 MLP steps there take 6 to 103 µs beyond their
-primitives forward and 62 to 213 µs training as their weights grow from 51 KiB to 3 MiB; this term
+primitives forward and 53 to 213 µs training as their weights grow from 51 KiB to 3 MiB; this term
 pays up to 36 and 121 µs of it).
 
 The calibration measures it (family :data:`REUSE`): a one-row product over a :data:`PROBE_KN` ×
