@@ -65,7 +65,7 @@ from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
-from .conv_primitives import STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
+from .conv_primitives import POINTWISE, POINTWISE_GRID, STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -390,8 +390,8 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
           ("matmul_outer", "matmul_outer", "mm", False), ("matmul_host", "matmul_host", "mm", False),
           ("matmul_narrow", "matmul_narrow", "addmm", False), ("conv", "conv", "conv2d", False),
           ("conv_backward", "conv_backward", "conv2d", False), ("conv_native", "conv", "conv2d_native", False),
-          ("conv_backward_native", "conv_backward", "conv2d_native", False),
-          ("conv1d", "conv1d", "conv1d", False), ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID)
+          ("conv_backward_native", "conv_backward", "conv2d_native", False), ("conv1d", "conv1d", "conv1d", False),
+          ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID, POINTWISE_GRID)
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
@@ -450,7 +450,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, BATCHED,
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, POINTWISE, BATCHED,
                       ATTENTION_BACKWARD, WAKE, FUSED, REUSE):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels

@@ -29,7 +29,7 @@ from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, ba
 from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
 from .fused_layers import FUSED, fused_points, fused_step
-from .conv_primitives import (CONV_BACKENDS, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
+from .conv_primitives import (CONV_BACKENDS, POINTWISE, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
@@ -101,6 +101,8 @@ class Plan:
     #: Whether to time 1-D and transposed convolutions too (:mod:`crossover.opcost.conv_primitives`; a CPU's)
     conv1d: bool = True
     conv_transposed: bool = True
+    #: Whether to time 1×1 convolutions on their own grid (:data:`crossover.opcost.conv_primitives.POINTWISE`; a CPU's)
+    conv_pointwise: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
     reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32), ("deep_mlp", 1), ("deep_mlp", 64),
                                ("norm_mlp", 1), ("norm_mlp", 64))
@@ -135,7 +137,7 @@ PLANS = {
                   ("sum", "max_pool2d", "max_pool2d_backward"),
                   ((1, 4, 3), (2, 4, 3)), (1, 2), ((1, 2, 16, 16),), h2d_sizes=(2**12, 2**16), conv_sizes=(8,),
                   native_batches=(1, 2), outer_k=(1, 8), outer_mn=(16, 64), conv1d=False, conv_transposed=False,
-                  reference_visits=1, narrow_k=(), activation_ops=(), reference_models=(("mlp", 1),),
+                  conv_pointwise=False, reference_visits=1, narrow_k=(), activation_ops=(), reference_models=(("mlp", 1),),
                   rnn_shapes=((1, 4, 16),), cpu_rnn_shapes=((1, 16, 16),), cpu_lstm_shapes=()),
 }
 REFERENCE = "reference"
@@ -187,7 +189,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # half the input, or as large
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
-    if family in ("conv", "conv_backward", "conv1d", TRANSPOSED) and len(shape) == 5:
+    if family in ("conv", "conv_backward", "conv1d", TRANSPOSED, POINTWISE) and len(shape) == 5:
         return 4.0 * math.prod(conv_output_shape(family, shape))
     return 0.0
 
@@ -205,7 +207,7 @@ def fresh_buffers(family: str, name: str, n: int = 0, shape=()) -> list:
         return [4.0 * n] * CHAIN_OPS
     if family == "conv_depthwise" and len(shape) == 4:  # (N, C, H, W), one channel per group, as large as its input
         copies = onednn_copies(tuple(shape), 1, tuple(shape))
-    elif family in ("conv", "conv1d") and name in ("conv2d", "conv1d") and len(shape) == 5:
+    elif family in ("conv", "conv1d", POINTWISE) and name in ("conv2d", "conv1d") and len(shape) == 5:
         copies = onednn_copies(conv_input_shape(family, shape), shape[1], conv_output_shape(family, shape))
     else:
         copies = []
@@ -448,7 +450,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return reuse_step(point.x, private_cache_bytes() * torch.get_num_threads(), device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED):
+    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED, POINTWISE):
         return conv_step(point.family, point.name, point.shape, device)
     if point.family == ACTIVATION_FAMILY:
         return activation_step(point.name, point.n, device)

@@ -2,6 +2,8 @@
 
 - ``conv`` / ``conv_backward``: 2-D convolutions of square images at each of the plan's sides, forward and
   both gradients, each ``(C_in, C_out, k)`` of the plan at each of its batches;
+- ``conv_pointwise``: 1×1 convolutions (stride 1, one group), forward, on their own grid (see
+  :data:`POINTWISE`);
 - ``conv1d``: 1-D convolutions over sequences, forward (``nn.Conv1d``'s shapes: a kernel of ``k`` steps,
   where a 2-D grid's cells at the same ``C_in·k·C_out`` have ``k²``-pixel kernels, so more work per
   output and another oneDNN kernel). On the 2-core VM at one thread a 1-D CNN's convolutions costed on
@@ -23,7 +25,8 @@ from typing import Callable
 __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH", "CONV1D_BATCHES", "conv_points",
            "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
-           "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid"]
+           "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
+           "POINTWISE_SIDE", "POINTWISE_BATCHES", "POINTWISE_GRID", "is_pointwise"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -60,6 +63,38 @@ TRANSPOSED_BATCHES = (1, 8, 64, 512)
 #: The profile's grid of them, as :mod:`crossover.opcost.calibrate` builds grids: (grid, family,
 #: primitive, cold).
 TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
+
+
+#: The family of the pointwise convolutions (CPU only): ``Conv2d(C_in, C_out, 1)`` over images of
+#: ``POINTWISE_SIDE`` at each batch of ``POINTWISE_BATCHES`` (as PyTorch picks the kernel), for each
+#: ``(C_in, C_out)`` of ``POINTWISE_CHANNELS`` (a distinct ``C_in·C_out`` each, 256 to 16384; none
+#: chosen from a zoo model). Their grid is indexed, as the ``conv`` grids are, by the output pixels of the
+#: batch and ``C_in·C_out``. A 1×1 convolution does ``k²`` times less arithmetic per byte than the 3×3 and
+#: 5×5 cells of the ``conv`` grid at the same ``C_in·k²·C_out``, and oneDNN reorders its activations all the
+#: same: on the 2-core VM at one thread the pointwise convolutions of a depthwise-separable CNN and of
+#: gated 1-D blocks, timed alone at batch 64, took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids
+#: cost them (``experiments/bench_conv_alone.py``, its log). A 1-D one (``Conv1d(C_in, C_out, 1)``) is the
+#: 2-D one of height 1 ATen makes of it, on the same grid.
+POINTWISE = "conv_pointwise"
+POINTWISE_CHANNELS = ((8, 32), (32, 32), (64, 64), (128, 128))
+POINTWISE_SIDE = 8
+POINTWISE_BATCHES = (1, 4, 16, 64, 256)
+#: The profile's grid of them: (grid, family, primitive, cold).
+POINTWISE_GRID = (POINTWISE, POINTWISE, "conv2d", False)
+
+
+def is_pointwise(row) -> bool:
+    """Whether a traced convolution row is a forward 1×1 one of stride 1 and one group (1-D or 2-D, not
+    transposed): the kind the :data:`POINTWISE` grid times."""
+    from .trace import row_args
+
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    if "backward" in str(row.get("op", "")) or len(shapes) < 2 or len(shapes[1]) not in (3, 4):
+        return False
+    args = row_args(row)
+    x, w = shapes[0], shapes[1]
+    return (all(k == 1 for k in w[2:]) and not args.get("transposed") and int(args.get("groups", 1)) == 1
+            and all(int(s) == 1 for s in args.get("stride") or (1,)) and len(x) == len(w) and x[1] == w[1])
 
 
 def is_transposed(row) -> bool:
@@ -124,6 +159,10 @@ def conv_points(plan, device: str = "cpu") -> list:
         out += [(TRANSPOSED, TRANSPOSED_GRID[2], b * pixels, 2.0 * b * pixels * c_in * c_out * k * k,
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
                 for (c_in, c_out, k), b in itertools.product(TRANSPOSED_CHANNELS, TRANSPOSED_BATCHES)]
+    if device == "cpu" and getattr(plan, "conv_pointwise", False):
+        out += [(POINTWISE, POINTWISE_GRID[2], b * POINTWISE_SIDE**2, 2.0 * b * POINTWISE_SIDE**2 * c_in * c_out,
+                 (b, c_in, c_out, 1, POINTWISE_SIDE)) for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS,
+                                                                                               POINTWISE_BATCHES)]
     if not plan.conv1d:
         return out
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):
@@ -162,7 +201,7 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return torch.conv_transpose2d(x, w, bias, stride=2, padding=(kernel - 2) // 2)
-    elif family in ("conv", "conv1d", STRIDED):
+    elif family in ("conv", "conv1d", STRIDED, POINTWISE):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1
 

@@ -15,7 +15,9 @@ bounds it. How each kind is costed:
 - ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
   forward and backward on their own grids, one per calibrated image side (interpolated in log time
   against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
-  (:func:`conv_backend`; a profile without grids: seconds against FLOPs).
+  (:func:`conv_backend`; a profile without grids: seconds against FLOPs). A forward 1×1 convolution of
+  stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own grid of such convolutions where the
+  profile has it, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -48,7 +50,7 @@ from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_st
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import TRANSPOSED, on_transposed_grid
+from .conv_primitives import POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -62,7 +64,7 @@ __all__ = ["OpCost", "op_cost", "conv_backend", "fresh_bytes", "onednn_buffers",
 #: Families whose time beyond the floor is memory traffic, and compute.
 MEMORY_FAMILIES = ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", "optimizer", "generic",
                    *LAYER_FAMILIES)
-COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "conv1d", "attention", TRANSPOSED)
+COMPUTE_FAMILIES = ("matmul", "conv", "conv_backward", "conv1d", "attention", TRANSPOSED, POINTWISE)
 
 #: Ops of kind ``other`` (or with their own costing) that a bandwidth curve covers, by family.
 _KNOWN_OTHER = {
@@ -358,6 +360,9 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
         return seconds
+    if family == POINTWISE:  # one image side: its grid's M the output pixels of the batch, K·N = C_in·C_out
+        dims = conv_dims(row)
+        return None if dims is None else conv_grid_time(profile, POINTWISE, dims, 0.0)
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
         x = tuple((row.get("input_shapes") or [()])[0])
         dims = _gemm_dims(x[0] * _prod(x[2:]), row) if len(x) > 2 else None
@@ -439,6 +444,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     family = _family(row, name)
     if family == "conv" and on_transposed_grid(row) and sized_grids(profile, TRANSPOSED):  # timed on their own
         family = TRANSPOSED
+    elif family == "conv" and is_pointwise(row) and sized_grids(profile, POINTWISE):  # its own grid, as a 1-D one's
+        family = POINTWISE
     elif family == "conv" and uses_1d_grids(profile, row):  # its own primitives: not the 2-D kind's composition
         family = "conv1d"
     layer = layer_family(row, name, inference=inference, device=profile.device)  # none for a transposed one
