@@ -24,22 +24,26 @@ def _convs(layer, sample_shape, batch=1, workload="forward"):
     return [r for r in table.to_dict("records") if "convolution" in r["op"]]
 
 
-def _timed(base):
+def _timed(base, native=None):
     grid = Grid((64.0, 16384.0), (256.0, 16384.0), ((5 * US, 50 * US), (400 * US, 9000 * US)))
-    return dataclasses.replace(base, grids={**base.grids, f"{POINTWISE}@{POINTWISE_SIDE}": grid}), grid
+    grids = {**base.grids, f"{POINTWISE}@{POINTWISE_SIDE}": grid}
+    if native is not None:
+        grids[f"{POINTWISE}_native@{POINTWISE_SIDE}"] = native
+    return dataclasses.replace(base, grids=grids), grid
 
 
 def test_the_quick_plan_times_pointwise_convolutions_on_a_cpu_only():
     timed = [p for p in points(PLANS["quick"]) if p.family == POINTWISE]
-    assert len(timed) == len(POINTWISE_CHANNELS) * len(POINTWISE_BATCHES)
+    assert len(timed) == len(POINTWISE_CHANNELS) * sum(map(len, POINTWISE_BATCHES))
+    assert {p.name for p in timed} == {"conv2d", "conv2d_native"}
     assert len({c_in * c_out for c_in, c_out in POINTWISE_CHANNELS}) == len(POINTWISE_CHANNELS)  # distinct K·N
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family == POINTWISE]
     assert not [p for p in points(PLANS["smoke"]) if p.family == POINTWISE]
-    point = timed[-1]
-    batch, c_in, c_out, k, side = point.shape
-    assert k == 1 and point.m == batch * side * side and point.x == 2.0 * point.m * c_in * c_out
-    out = make_step(point, "cpu")()
-    assert tuple(out.shape) == (batch, c_out, side, side)
+    for point in (timed[0], timed[-1]):
+        batch, c_in, c_out, k, side = point.shape
+        assert k == 1 and point.m == batch * side * side and point.x == 2.0 * point.m * c_in * c_out
+        out = make_step(point, "cpu")()
+        assert tuple(out.shape) == (batch, c_out, side, side)
 
 
 def test_which_convolutions_are_pointwise():
@@ -96,3 +100,18 @@ def test_without_the_grid_a_pointwise_row_is_costed_as_before_and_the_compositio
     conv = op_cost(base, pointwise)  # the composition scales its time beyond the floor
     scaled_s = conv.host_s + 0.5 * (conv.host_s - conv.floor_s)
     assert after.latency_s - before.latency_s == pytest.approx(pointwise_s - scaled_s, rel=1e-6)
+
+
+def test_a_pointwise_row_pytorch_runs_natively_takes_the_native_grid():
+    """One thread, a batch under 16: PyTorch's native path (``Convolution.cpp``), timed with oneDNN off."""
+    native = Grid((64.0, 4096.0), (256.0, 16384.0), ((2 * US, 20 * US), (100 * US, 2000 * US)))
+    one_thread = dataclasses.replace(synthetic_profile(dispatch_s=1 * US, flop_rate=1e10), threads=1)
+    timed, grid = _timed(one_thread, native)
+    (small,) = _convs(nn.Conv2d(16, 32, 1), (16, 16, 16), batch=8)
+    (large,) = _convs(nn.Conv2d(16, 32, 1), (16, 16, 16), batch=64)
+    assert op_cost(timed, small).host_s == pytest.approx(native(8 * 256, 16 * 32))
+    assert op_cost(timed, large).host_s == pytest.approx(grid(64 * 256, 16 * 32))
+    two_threads = dataclasses.replace(timed, threads=2)  # oneDNN's at batch 8 from two threads on
+    assert op_cost(two_threads, small).host_s == pytest.approx(grid(8 * 256, 16 * 32))
+    without_native, _ = _timed(one_thread)  # a profile without the native grid: the other one
+    assert op_cost(without_native, small).host_s == pytest.approx(grid(8 * 256, 16 * 32))

@@ -65,7 +65,7 @@ from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
-from .conv_primitives import POINTWISE, POINTWISE_GRID, STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
+from .conv_primitives import POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -391,7 +391,7 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
           ("matmul_narrow", "matmul_narrow", "addmm", False), ("conv", "conv", "conv2d", False),
           ("conv_backward", "conv_backward", "conv2d", False), ("conv_native", "conv", "conv2d_native", False),
           ("conv_backward_native", "conv_backward", "conv2d_native", False), ("conv1d", "conv1d", "conv1d", False),
-          ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID, POINTWISE_GRID)
+          ("conv1d_native", "conv1d", "conv1d_native", False), TRANSPOSED_GRID, *POINTWISE_GRIDS)
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,

@@ -26,7 +26,7 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
-           "POINTWISE_SIDE", "POINTWISE_BATCHES", "POINTWISE_GRID", "is_pointwise"]
+           "POINTWISE_SIDE", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -66,21 +66,25 @@ TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 
 
 #: The family of the pointwise convolutions (CPU only): ``Conv2d(C_in, C_out, 1)`` over images of
-#: ``POINTWISE_SIDE`` at each batch of ``POINTWISE_BATCHES`` (as PyTorch picks the kernel), for each
-#: ``(C_in, C_out)`` of ``POINTWISE_CHANNELS`` (a distinct ``C_in·C_out`` each, 256 to 16384; none
-#: chosen from a zoo model). Their grid is indexed, as the ``conv`` grids are, by the output pixels of the
-#: batch and ``C_in·C_out``. A 1×1 convolution does ``k²`` times less arithmetic per byte than the 3×3 and
-#: 5×5 cells of the ``conv`` grid at the same ``C_in·k²·C_out``, and oneDNN reorders its activations all the
-#: same: on the 2-core VM at one thread the pointwise convolutions of a depthwise-separable CNN and of
-#: gated 1-D blocks, timed alone at batch 64, took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids
-#: cost them (``experiments/bench_conv_alone.py``, its log). A 1-D one (``Conv1d(C_in, C_out, 1)``) is the
-#: 2-D one of height 1 ATen makes of it, on the same grid.
+#: ``POINTWISE_SIDE``, for each ``(C_in, C_out)`` of ``POINTWISE_CHANNELS`` (a distinct ``C_in·C_out`` each,
+#: 256 to 16384; none chosen from a zoo model), as PyTorch picks the kernel at each batch of
+#: ``POINTWISE_BATCHES[0]`` and with oneDNN off (``*_native``) at each of ``POINTWISE_BATCHES[1]``: PyTorch
+#: runs a 1×1 convolution natively on one thread below a batch of 16 (a 64-image one there took 15 µs on
+#: the native path, 44 as the ``conv`` grid's oneDNN cells cost it). Their grids are indexed, as the
+#: ``conv`` grids are, by the output pixels of the batch and ``C_in·C_out``. A 1×1 convolution does ``k²``
+#: times less arithmetic per byte than the 3×3 and 5×5 cells of the ``conv`` grid at the same
+#: ``C_in·k²·C_out``, and oneDNN reorders its activations all the same: on the 2-core VM at one thread the
+#: pointwise convolutions of a depthwise-separable CNN and of gated 1-D blocks, timed alone at batch 64,
+#: took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids cost them (``experiments/bench_conv_alone.py``,
+#: ``experiments/bench_layer_costs.py``, their logs). A 1-D one (``Conv1d(C_in, C_out, 1)``) is the 2-D one
+#: of height 1 ATen makes of it, on the same grids.
 POINTWISE = "conv_pointwise"
 POINTWISE_CHANNELS = ((8, 32), (32, 32), (64, 64), (128, 128))
 POINTWISE_SIDE = 8
-POINTWISE_BATCHES = (1, 4, 16, 64, 256)
-#: The profile's grid of them: (grid, family, primitive, cold).
-POINTWISE_GRID = (POINTWISE, POINTWISE, "conv2d", False)
+POINTWISE_BATCHES = ((1, 4, 16, 64, 256), (1, 4, 16, 64))
+#: The profile's grids of them, as :mod:`crossover.opcost.calibrate` builds grids: (grid, family, primitive, cold).
+POINTWISE_GRIDS = ((POINTWISE, POINTWISE, CONV_BACKENDS[0], False),
+                   (f"{POINTWISE}_native", POINTWISE, CONV_BACKENDS[1], False))
 
 
 def is_pointwise(row) -> bool:
@@ -160,9 +164,9 @@ def conv_points(plan, device: str = "cpu") -> list:
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
                 for (c_in, c_out, k), b in itertools.product(TRANSPOSED_CHANNELS, TRANSPOSED_BATCHES)]
     if device == "cpu" and getattr(plan, "conv_pointwise", False):
-        out += [(POINTWISE, POINTWISE_GRID[2], b * POINTWISE_SIDE**2, 2.0 * b * POINTWISE_SIDE**2 * c_in * c_out,
-                 (b, c_in, c_out, 1, POINTWISE_SIDE)) for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS,
-                                                                                               POINTWISE_BATCHES)]
+        for name, batches in zip(CONV_BACKENDS, POINTWISE_BATCHES):
+            out += [(POINTWISE, name, b * POINTWISE_SIDE**2, 2.0 * b * POINTWISE_SIDE**2 * c_in * c_out,
+                     (b, c_in, c_out, 1, POINTWISE_SIDE)) for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS, batches)]
     if not plan.conv1d:
         return out
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):

@@ -16,8 +16,8 @@ bounds it. How each kind is costed:
   forward and backward on their own grids, one per calibrated image side (interpolated in log time
   against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
   (:func:`conv_backend`; a profile without grids: seconds against FLOPs). A forward 1×1 convolution of
-  stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own grid of such convolutions where the
-  profile has it, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
+  stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own grids of such convolutions (oneDNN's
+  and the native path's) where the profile has them, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -360,9 +360,11 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
         return seconds
-    if family == POINTWISE:  # one image side: its grid's M the output pixels of the batch, K·N = C_in·C_out
+    if family == POINTWISE:  # one image side: its grids' M the output pixels of the batch, K·N = C_in·C_out
         dims = conv_dims(row)
-        return None if dims is None else conv_grid_time(profile, POINTWISE, dims, 0.0)
+        native = conv_backend(row, profile.threads) == "native"
+        seconds = conv_grid_time(profile, f"{POINTWISE}_native", dims, 0.0) if native and dims else None
+        return seconds if seconds is not None or dims is None else conv_grid_time(profile, POINTWISE, dims, 0.0)
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
         x = tuple((row.get("input_shapes") or [()])[0])
         dims = _gemm_dims(x[0] * _prod(x[2:]), row) if len(x) > 2 else None

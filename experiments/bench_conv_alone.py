@@ -1,0 +1,100 @@
+"""Each forward convolution of a zoo model timed alone against what a calibration profile costs it: on the
+profile as it is, and on the profile without its pointwise grid (the ``conv`` and ``conv1d`` grids, as
+before it).
+
+    python experiments/bench_conv_alone.py depthwise_cnn --profile DIR [--zoo experiments/zoo] [--batch-size 64]
+
+The model is traced at ``--batch-size``; each of its forward convolutions is called alone on inputs of the
+traced shapes (random values; its own stride, padding, dilation and groups), back to back, with the
+allocator settled as every measurement is (``crossover.measurement.allocator``: a fresh output of several
+MiB faults on each call otherwise), at the profile's threads; the 10th percentile over blocks of calls.
+A convolution costed right alone but not in its model is the composition's to explain; one costed wrong
+alone is the grid's. Run it on a quiet machine (about 10 s a model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def alone_p10_s(call, per_block: int = 20, blocks: int = 15) -> float:
+    """10th percentile over ``blocks`` of the seconds per call of ``call`` repeated ``per_block`` times."""
+    for _ in range(5):
+        call()
+    times = []
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for _ in range(per_block):
+            call()
+        times.append((time.perf_counter() - start) / per_block)
+    return float(np.quantile(times, 0.1))
+
+
+def conv_call(row):
+    """A call of the convolution of a traced forward ``convolution`` row on fresh random operands."""
+    import torch
+
+    from crossover.opcost.trace import row_args
+
+    args, shapes = row_args(row), [tuple(s) for s in row["input_shapes"]]
+    x, w = torch.randn(shapes[0]), torch.randn(shapes[1])
+    bias = torch.randn(shapes[2]) if len(shapes) > 2 and shapes[2] else None
+    conv = torch.conv1d if len(shapes[0]) == 3 else torch.conv2d
+    stride, padding, dilation = args.get("stride"), args.get("padding"), args.get("dilation")
+    groups = int(args.get("groups", 1))
+    return lambda: conv(x, w, bias, stride, padding, dilation, groups)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="a model of --zoo (e.g. depthwise_cnn)")
+    parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of model modules (default: experiments/zoo)")
+    parser.add_argument("--profile", type=Path, required=True, help="calibration profile directory")
+    parser.add_argument("--batch-size", type=int, default=64)
+    args = parser.parse_args(argv)
+    path = args.zoo / f"{args.model}.py"
+    if not path.exists():
+        parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
+    import torch
+
+    from crossover.measurement.allocator import settle_allocator
+    from crossover.measurement.user_module import load_factory
+    from crossover.opcost.conv_primitives import POINTWISE
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import load_profile
+
+    warnings.simplefilter("ignore")
+    profile = load_profile(args.profile)
+    before = dataclasses.replace(profile, grids={k: g for k, g in profile.grids.items() if not k.startswith(POINTWISE)})
+    if profile.threads:
+        torch.set_num_threads(profile.threads)
+    settle_allocator()
+    factory = load_factory(f"{path}:model")
+    torch.manual_seed(0)
+    table, _ = trace_step(factory(), tuple(factory.__globals__["INPUT_SHAPE"]), args.batch_size, "forward")
+    print(f"{args.model} forward batch {args.batch_size}, {torch.get_num_threads()} threads; profile {profile.path}")
+    print(f"{'input':22s} {'weight':18s} {'family':15s} {'costed µs':>10s} {'without pointwise':>18s} {'alone µs':>9s}"
+          f" {'alone/costed':>13s}")
+    for row in table.to_dict("records"):
+        if row["op"].split(".")[1:2] != ["convolution"]:
+            continue
+        cost, old = op_cost(profile, row, inference=True), op_cost(before, row, inference=True)
+        alone = alone_p10_s(conv_call(row))
+        shapes = row["input_shapes"]
+        print(f"{str(tuple(shapes[0])):22s} {str(tuple(shapes[1])):18s} {cost.family:15s} {cost.host_s * 1e6:10.1f} "
+              f"{old.host_s * 1e6:18.1f} {alone * 1e6:9.1f} {alone / cost.host_s:13.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
