@@ -3,19 +3,23 @@ profile as it is, and on the profile without its pointwise grid (the ``conv`` an
 before it).
 
     python experiments/bench_conv_alone.py depthwise_cnn --profile DIR [--zoo experiments/zoo] [--batch-size 64]
+    python experiments/bench_conv_alone.py --channels --profile DIR [--batch-size 64]
 
 The model is traced at ``--batch-size``; each of its forward convolutions is called alone on inputs of the
 traced shapes (random values; its own stride, padding, dilation and groups), back to back, with the
 allocator settled as every measurement is (``crossover.measurement.allocator``: a fresh output of several
 MiB faults on each call otherwise), at the profile's threads; the 10th percentile over blocks of calls.
 A convolution costed right alone but not in its model is the composition's to explain; one costed wrong
-alone is the grid's. Run it on a quiet machine (about 10 s a model).
+alone is the grid's. ``--channels``: instead of a model, ``Conv1d(C, C, k)`` over sequences of 512 steps
+for ``C`` from 16 to 48 and ``k`` of 3 and 1 (oneDNN pads channels to whole blocks of 16 on AVX-512:
+``crossover.opcost.conv_primitives.onednn_kn``). Run it on a quiet machine (about 10 s a model).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import sys
 import time
 import warnings
@@ -56,13 +60,16 @@ def conv_call(row):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help="a model of --zoo (e.g. depthwise_cnn)")
+    parser.add_argument("model", nargs="?", help="a model of --zoo (e.g. depthwise_cnn)")
+    parser.add_argument("--channels", action="store_true", help="Conv1d(C, C, k) over C = 16-48 instead of a model")
     parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of model modules (default: experiments/zoo)")
     parser.add_argument("--profile", type=Path, required=True, help="calibration profile directory")
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args(argv)
-    path = args.zoo / f"{args.model}.py"
-    if not path.exists():
+    if args.channels == bool(args.model):
+        parser.error("give a model or --channels")
+    path = args.zoo / f"{args.model}.py" if args.model else None
+    if path is not None and not path.exists():
         parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
     import torch
 
@@ -79,13 +86,20 @@ def main(argv=None) -> int:
     if profile.threads:
         torch.set_num_threads(profile.threads)
     settle_allocator()
-    factory = load_factory(f"{path}:model")
     torch.manual_seed(0)
-    table, _ = trace_step(factory(), tuple(factory.__globals__["INPUT_SHAPE"]), args.batch_size, "forward")
-    print(f"{args.model} forward batch {args.batch_size}, {torch.get_num_threads()} threads; profile {profile.path}")
+    if args.channels:
+        rows = [r for c, k in itertools.product((16, 20, 24, 28, 32, 40, 48), (3, 1))
+                for r in trace_step(torch.nn.Conv1d(c, c, k, padding=k // 2), (c, 512), args.batch_size,
+                                    "forward")[0].to_dict("records")]
+    else:
+        factory = load_factory(f"{path}:model")
+        rows = trace_step(factory(), tuple(factory.__globals__["INPUT_SHAPE"]), args.batch_size,
+                          "forward")[0].to_dict("records")
+    print(f"{args.model or 'Conv1d(C, C, k), 512 steps'} forward batch {args.batch_size}, {torch.get_num_threads()} "
+          f"threads; profile {profile.path}")
     print(f"{'input':22s} {'weight':18s} {'family':15s} {'costed µs':>10s} {'without pointwise':>18s} {'alone µs':>9s}"
           f" {'alone/costed':>13s}")
-    for row in table.to_dict("records"):
+    for row in rows:
         if row["op"].split(".")[1:2] != ["convolution"]:
             continue
         cost, old = op_cost(profile, row, inference=True), op_cost(before, row, inference=True)

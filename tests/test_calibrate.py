@@ -26,7 +26,9 @@ def test_tiny_calibration_writes_a_readable_profile(tmp_path):
     assert loaded.grids["matmul"].m == (1, 16) and loaded.grids["matmul"].kn == (256, 4096)
     assert set(loaded.grids) == {"matmul", "matmul_cold", "matmul_outer", "conv@8", "conv_backward@8",
                                  "conv_native@8", "conv_backward_native@8"} and "pool" in loaded.curves
-    assert loaded.grids["conv@8"].m == (64,) and loaded.grids["conv@8"].kn == (36, 72)  # 1 image of 8 × 8
+    # 1 image of 8 × 8; oneDNN's K·N: 1 and 2 plain input channels, 4 outputs padded to a block of 16
+    assert loaded.grids["conv@8"].m == (64,) and loaded.grids["conv@8"].kn == (1 * 9 * 16, 2 * 9 * 16)
+    assert loaded.grids["conv_backward@8"].kn == (72, 144) and loaded.grids["conv_native@8"].kn == (36, 72)  # FLOPs
     assert loaded.grids["conv_native@8"].m == (64, 128)  # 1 and 2 images
     assert loaded.grids["matmul_outer"].m == (1, 8) and loaded.grids["matmul_outer"].kn == (256, 4096)  # K × M·N
     assert loaded.cache_bytes > 0 and loaded.overheads["fresh_byte_s"] >= 0

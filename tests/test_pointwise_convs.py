@@ -10,13 +10,14 @@ from torch import nn
 from calibration_rows import overhead_rows, row
 from crossover.opcost.calibrate import build_profile
 from crossover.opcost.calibration_plan import PLANS, make_step, points
-from crossover.opcost.conv_primitives import (POINTWISE, POINTWISE_BATCHES, POINTWISE_CHANNELS, POINTWISE_SIDE,
+from crossover.opcost.conv_primitives import (POINTWISE, POINTWISE_BATCHES, POINTWISE_CHANNELS, POINTWISE_SIDES,
                                               is_pointwise)
 from crossover.opcost.module_predict import predict_module, trace_step
 from crossover.opcost.op_costs import op_cost
 from crossover.opcost.profiles import Grid, synthetic_profile
 
 US = 1e-6
+SIDE = POINTWISE_SIDES[0]
 
 
 def _convs(layer, sample_shape, batch=1, workload="forward"):
@@ -26,9 +27,9 @@ def _convs(layer, sample_shape, batch=1, workload="forward"):
 
 def _timed(base, native=None):
     grid = Grid((64.0, 16384.0), (256.0, 16384.0), ((5 * US, 50 * US), (400 * US, 9000 * US)))
-    grids = {**base.grids, f"{POINTWISE}@{POINTWISE_SIDE}": grid}
+    grids = {**base.grids, f"{POINTWISE}@{POINTWISE_SIDES[0]}": grid}
     if native is not None:
-        grids[f"{POINTWISE}_native@{POINTWISE_SIDE}"] = native
+        grids[f"{POINTWISE}_native@{POINTWISE_SIDES[1]}"] = native
     return dataclasses.replace(base, grids=grids), grid
 
 
@@ -62,12 +63,12 @@ def test_which_convolutions_are_pointwise():
 def test_a_calibration_builds_the_grid_and_a_pointwise_row_is_costed_on_it():
     rows = overhead_rows()
     for (c_in, c_out), batch in [((8, 32), 1), ((8, 32), 256), ((128, 128), 1), ((128, 128), 256)]:
-        m = batch * POINTWISE_SIDE**2
+        m = batch * SIDE**2
         seconds = 3 * US + 1e-11 * m * c_in * c_out
         rows.append(dict(row("conv2d", seconds, family=POINTWISE, m=m, x=2.0 * m * c_in * c_out),
-                         shape=f"{batch}x{c_in}x{c_out}x1x{POINTWISE_SIDE}"))
+                         shape=f"{batch}x{c_in}x{c_out}x1x{SIDE}"))
     profile = build_profile(rows, device="cpu", machine="test")
-    grid = profile.grids[f"{POINTWISE}@{POINTWISE_SIDE}"]
+    grid = profile.grids[f"{POINTWISE}@{SIDE}"]
     assert grid.m == (64.0, 16384.0) and grid.kn == (256.0, 16384.0)
     assert POINTWISE not in profile.curves
     (cell,) = _convs(nn.Conv2d(128, 128, 1), (128, 16, 16), batch=64)  # M = 64·256 = 16384

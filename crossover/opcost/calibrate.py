@@ -65,7 +65,8 @@ from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
-from .conv_primitives import POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED, TRANSPOSED_GRID, fit_strided_column_s
+from .conv_primitives import (BLOCKED_KN, POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED, TRANSPOSED_GRID, cell_kn,
+                              fit_strided_column_s)
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -439,7 +440,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
             if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
                 side = _shape(r)[-1] if family.startswith("conv") else 0
                 first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
-                by_size.setdefault(side, {})[(first, float(r["x"]) / (2 * first))] = s
+                by_size.setdefault(side, {})[(first, cell_kn(r, first, device))] = s
         for side, cells in by_size.items():
             grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:
@@ -481,8 +482,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
     spread["view"] = spread.get("overhead", 0.0)
     checks = [s / hot(int(r["m"]), int(r["k"]) * int(r["n"])) - 1 for s, _, r in families.get("matmul_check", [])]
-    extra = dict(meta or {})
-    extra["drifted_rounds"] = sorted(drifted)
+    extra = dict(meta or {}, drifted_rounds=sorted(drifted), **({"conv_kn": BLOCKED_KN} if device == "cpu" else {}))
     if checks:
         extra["matmul_check_error_rel"] = {"median": float(np.median(np.abs(checks))),
                                            "worst": float(np.max(np.abs(checks)))}

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
+from .conv_primitives import BLOCKED_KN, onednn_kn
 from .profiles import Profile, log_between
 from .trace import row_args
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
-           "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning"]
+           "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning", "blocked_dims"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -101,6 +102,17 @@ def conv_operands(row: Mapping):
     if x is None or w is None or len(x) != 4 or len(w) != 4 or len(out) != 4:
         return None, None, None
     return x, w, out
+
+
+def blocked_dims(profile: Profile, row: Mapping, dims: tuple) -> tuple:
+    """``dims`` (``(M, K·N)``) of a forward convolution row that runs on oneDNN, its ``K·N`` as oneDNN's
+    blocked kernels compute it (:func:`crossover.opcost.conv_primitives.onednn_kn`) where the profile's
+    grids are indexed so (``meta["conv_kn"]``); ``dims`` unchanged for a grouped convolution or an older
+    profile."""
+    x, w, _ = conv_operands(row)
+    if (profile.meta or {}).get("conv_kn") != BLOCKED_KN or x is None or x[1] != w[1]:
+        return dims
+    return dims[0], onednn_kn(w[1], w[0], math.prod(w[2:]))
 
 
 def is_strided(x, w, out) -> bool:

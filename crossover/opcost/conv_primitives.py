@@ -26,7 +26,8 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "conv_step", "conv_output_shape", "conv_input_shape", "STRIDED", "STRIDED_CHANNELS", "STRIDED_SIDE",
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
-           "POINTWISE_SIDE", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise"]
+           "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
+           "onednn_kn", "cell_kn"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -37,6 +38,38 @@ CONV1D_CHANNELS = ((4, 16, 7), (16, 48, 3), (48, 96, 5))
 #: Their sequences' length (padded: the output as long), and the batches of each backend.
 CONV1D_LENGTH = 200
 CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
+
+
+#: oneDNN's channel block on AVX-512 CPUs: a convolution's activations are reordered into blocks of this
+#: many channels, except the input of a first-layer convolution of fewer channels (``is_1stconv``).
+ONEDNN_CHANNEL_BLOCK = 16
+#: ``meta["conv_kn"]`` of a CPU profile whose oneDNN forward convolution grids are indexed by
+#: :func:`onednn_kn` (a profile without it: by ``C_in·k·C_out`` as the FLOPs count it).
+BLOCKED_KN = "onednn_blocked"
+
+
+def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
+    """``C_in·k·C_out`` as oneDNN's blocked kernels compute it: the output channels padded up to whole
+    :data:`ONEDNN_CHANNEL_BLOCK` blocks, the input channels too unless fewer than one block (a first
+    layer's plain input). On the 2-core VM (AVX-512) a ``Conv1d(C, C, 3)`` over 64 sequences of 512 steps
+    took 1.87-2.01 ms alone at every ``C`` of 20, 24, 28 and 32, against 0.85 at 16 and 3.5-3.7 at 40 and
+    48, one thread; 1×1 ones alike (``experiments/bench_conv_alone.py --channels``, its log)."""
+    def block(c):
+        return -(-int(c) // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK
+
+    return float((c_in if c_in < ONEDNN_CHANNEL_BLOCK else block(c_in)) * kernel_pixels * block(c_out))
+
+
+def cell_kn(row, m: int, device: str) -> float:
+    """``K·N`` of a calibration row's cell on its grid: :func:`onednn_kn` for a CPU's oneDNN forward
+    convolution (``conv``, ``conv1d``, :data:`POINTWISE`; its ``shape`` ``batch x C_in x C_out x k x side``),
+    the FLOPs over ``2·m`` for any other."""
+    family, name = row["family"], str(row["name"])
+    shape = str(row.get("shape") or "").split("x")
+    if device != "cpu" or family not in ("conv", "conv1d", POINTWISE) or name.endswith("_native") or len(shape) != 5:
+        return float(row["x"]) / (2 * m)
+    _, c_in, c_out, k, _ = (int(v) for v in shape)
+    return onednn_kn(c_in, c_out, k if family == "conv1d" else k * k)
 
 
 #: The family of the strided native convolutions (CPU only): one image of ``STRIDED_SIDE`` at stride 2
@@ -65,23 +98,25 @@ TRANSPOSED_BATCHES = (1, 8, 64, 512)
 TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 
 
-#: The family of the pointwise convolutions (CPU only): ``Conv2d(C_in, C_out, 1)`` over images of
-#: ``POINTWISE_SIDE``, for each ``(C_in, C_out)`` of ``POINTWISE_CHANNELS`` (a distinct ``C_in·C_out`` each,
-#: 256 to 16384; none chosen from a zoo model), as PyTorch picks the kernel at each batch of
-#: ``POINTWISE_BATCHES[0]`` and with oneDNN off (``*_native``) at each of ``POINTWISE_BATCHES[1]``: PyTorch
-#: runs a 1×1 convolution natively on one thread below a batch of 16 (a 64-image one there took 15 µs on
-#: the native path, 44 as the ``conv`` grid's oneDNN cells cost it). Their grids are indexed, as the
-#: ``conv`` grids are, by the output pixels of the batch and ``C_in·C_out``. A 1×1 convolution does ``k²``
-#: times less arithmetic per byte than the 3×3 and 5×5 cells of the ``conv`` grid at the same
-#: ``C_in·k²·C_out``, and oneDNN reorders its activations all the same: on the 2-core VM at one thread the
-#: pointwise convolutions of a depthwise-separable CNN and of gated 1-D blocks, timed alone at batch 64,
-#: took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids cost them (``experiments/bench_conv_alone.py``,
-#: ``experiments/bench_layer_costs.py``, their logs). A 1-D one (``Conv1d(C_in, C_out, 1)``) is the 2-D one
-#: of height 1 ATen makes of it, on the same grids.
+#: The family of the pointwise convolutions (CPU only): ``Conv2d(C_in, C_out, 1)`` for each ``(C_in, C_out)``
+#: of ``POINTWISE_CHANNELS`` (a distinct ``C_in·C_out`` each, 256 to 16384; none chosen from a zoo model),
+#: as PyTorch picks the kernel over images of ``POINTWISE_SIDES[0]`` at each batch of
+#: ``POINTWISE_BATCHES[0]``, and with oneDNN off (``*_native``) over images of ``POINTWISE_SIDES[1]`` at each
+#: of ``POINTWISE_BATCHES[1]``. PyTorch runs a 1×1 convolution natively on one thread below a batch of 16
+#: (8 images of 16 × 16, 16 → 32 channels: 15-18 µs there, 44-47 on oneDNN's cells); from a batch of 16
+#: with oneDNN off it takes NNPACK instead, 4-8 times slower on the VM, a path PyTorch itself never picks
+#: while oneDNN is on: the native cells stop at 8 images. Their grids are indexed, as the ``conv`` grids
+#: are, by the output pixels of the batch and ``C_in·C_out`` (oneDNN's blocked, :func:`onednn_kn`). A 1×1
+#: convolution does ``k²`` times less arithmetic per byte than the 3×3 and 5×5 cells of the ``conv`` grid at
+#: the same ``C_in·k²·C_out``, and oneDNN reorders its activations all the same: on the 2-core VM at one
+#: thread the pointwise convolutions of a depthwise-separable CNN and of gated 1-D blocks, timed alone at
+#: batch 64, took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids cost them
+#: (``experiments/bench_conv_alone.py``, ``experiments/bench_layer_costs.py``, their logs). A 1-D one
+#: (``Conv1d(C_in, C_out, 1)``) is the 2-D one of height 1 ATen makes of it, on the same grids.
 POINTWISE = "conv_pointwise"
 POINTWISE_CHANNELS = ((8, 32), (32, 32), (64, 64), (128, 128))
-POINTWISE_SIDE = 8
-POINTWISE_BATCHES = ((1, 4, 16, 64, 256), (1, 4, 16, 64))
+POINTWISE_SIDES = (8, 16)
+POINTWISE_BATCHES = ((1, 4, 16, 64, 256), (1, 2, 4, 8))
 #: The profile's grids of them, as :mod:`crossover.opcost.calibrate` builds grids: (grid, family, primitive, cold).
 POINTWISE_GRIDS = ((POINTWISE, POINTWISE, CONV_BACKENDS[0], False),
                    (f"{POINTWISE}_native", POINTWISE, CONV_BACKENDS[1], False))
@@ -164,9 +199,9 @@ def conv_points(plan, device: str = "cpu") -> list:
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
                 for (c_in, c_out, k), b in itertools.product(TRANSPOSED_CHANNELS, TRANSPOSED_BATCHES)]
     if device == "cpu" and getattr(plan, "conv_pointwise", False):
-        for name, batches in zip(CONV_BACKENDS, POINTWISE_BATCHES):
-            out += [(POINTWISE, name, b * POINTWISE_SIDE**2, 2.0 * b * POINTWISE_SIDE**2 * c_in * c_out,
-                     (b, c_in, c_out, 1, POINTWISE_SIDE)) for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS, batches)]
+        for name, side, batches in zip(CONV_BACKENDS, POINTWISE_SIDES, POINTWISE_BATCHES):
+            out += [(POINTWISE, name, b * side**2, 2.0 * b * side**2 * c_in * c_out, (b, c_in, c_out, 1, side))
+                    for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS, batches)]
     if not plan.conv1d:
         return out
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):

@@ -46,11 +46,11 @@ from typing import Mapping, Optional
 
 from .activations import activation_curve, uncovered_warning
 from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
-from .conv_grids import (conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
+from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
+from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -180,11 +180,6 @@ def fresh_bytes(row: Mapping, cpu_threads: Optional[int] = None) -> float:
     if cpu_threads is not None:
         sizes += onednn_buffers(row, cpu_threads)
     return float(sum(b for b in sizes if b >= FRESH_MIN_BYTES))
-
-
-#: oneDNN's channel block on AVX-512 CPUs: a convolution's activations are reordered into blocks of this
-#: many channels, except the input of a first-layer convolution of fewer channels (``is_1stconv``).
-ONEDNN_CHANNEL_BLOCK = 16
 
 
 def onednn_buffers(row: Mapping, threads: int = 0) -> list:
@@ -356,6 +351,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             return None
         dims, share = _both_gradients(row, dims) if family == "conv_backward" else (dims, 1.0)
         native = profile.device == "cpu" and conv_backend(row, profile.threads) == "native"
+        dims = dims if native or family == "conv_backward" else blocked_dims(profile, row, dims)
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
@@ -364,7 +360,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         dims = conv_dims(row)
         native = conv_backend(row, profile.threads) == "native"
         seconds = conv_grid_time(profile, f"{POINTWISE}_native", dims, 0.0) if native and dims else None
-        return seconds if seconds is not None or dims is None else conv_grid_time(profile, POINTWISE, dims, 0.0)
+        return seconds if seconds is not None or dims is None else \
+            conv_grid_time(profile, POINTWISE, blocked_dims(profile, row, dims), 0.0)
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
         x = tuple((row.get("input_shapes") or [()])[0])
         dims = _gemm_dims(x[0] * _prod(x[2:]), row) if len(x) > 2 else None
