@@ -26,6 +26,7 @@ def test_channels_are_padded_to_whole_blocks_but_a_first_layers_few_inputs_are_n
     assert onednn_kn(16, 48, 9) == 16 * 9 * 48  # whole blocks: as the FLOPs count them
     assert onednn_kn(3, 6, 25) == 3 * 25 * 16  # a plain first-layer input; the output padded
     assert onednn_kn(40, 17, 1) == 48 * 32
+    assert onednn_kn(8, 32, 1) == 16 * 32  # a 1×1 kernel: its few inputs padded too
 
 
 def test_a_cells_kn_is_blocked_for_a_cpus_onednn_forward_grids_only():

@@ -50,14 +50,20 @@ BLOCKED_KN = "onednn_blocked"
 
 def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
     """``C_in·k·C_out`` as oneDNN's blocked kernels compute it: the output channels padded up to whole
-    :data:`ONEDNN_CHANNEL_BLOCK` blocks, the input channels too unless fewer than one block (a first
-    layer's plain input). On the 2-core VM (AVX-512) a ``Conv1d(C, C, 3)`` over 64 sequences of 512 steps
-    took 1.87-2.01 ms alone at every ``C`` of 20, 24, 28 and 32, against 0.85 at 16 and 3.5-3.7 at 40 and
-    48, one thread; 1×1 ones alike (``experiments/bench_conv_alone.py --channels``, its log)."""
+    :data:`ONEDNN_CHANNEL_BLOCK` blocks, the input channels too unless fewer than one block in a kernel of
+    several pixels (a first layer's plain input, which its own kernel reads as it is).
+
+    On the 2-core VM (AVX-512, one thread): a ``Conv1d(C, C, 3)`` over 64 sequences of 512 steps took the
+    same 1.87-2.01 ms at every ``C`` of 20, 24, 28 and 32, against 0.85 at 16 and 3.5-3.7 at 40 and 48;
+    1×1 ones alike (``experiments/bench_conv_alone.py --channels``, its log). Into 32 channels over 64
+    images of 32 × 32, a 3×3 or 5×5 convolution's time grew with each input channel from 1 to 16
+    (1.0 → 4.4 ms, 1.4 → 11.0), then stayed from 24 to 32; a 1×1 one's stayed 1.4-1.7 ms from 1 input
+    channel to 16 (``experiments/bench_onednn_channels.py``, its log)."""
     def block(c):
         return -(-int(c) // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK
 
-    return float((c_in if c_in < ONEDNN_CHANNEL_BLOCK else block(c_in)) * kernel_pixels * block(c_out))
+    plain = c_in < ONEDNN_CHANNEL_BLOCK and kernel_pixels > 1
+    return float((c_in if plain else block(c_in)) * kernel_pixels * block(c_out))
 
 
 def cell_kn(row, m: int, device: str) -> float:
