@@ -1,6 +1,6 @@
-"""How a CPU's oneDNN convolution's time moves with its input channels: 1×1, 3×3 and 5×5 convolutions into 32
-channels over 64 images of 32 × 32, for 1 to 32 input channels, each alone (allocator settled, the 10th
-percentile over blocks of calls).
+"""How a CPU's oneDNN convolution's time moves with its channels: 1×1, 3×3 and 5×5 convolutions into 32
+channels over 64 images of 32 × 32 for 1 to 32 input channels, then 3×3 ones from 16 channels into 1 to 32,
+each alone (allocator settled, the 10th percentile over blocks of calls).
 
     python experiments/bench_onednn_channels.py [--threads 1]
 
@@ -50,6 +50,12 @@ def main(argv=None) -> int:
             x, w, b = torch.randn(64, c_in, 32, 32), torch.randn(32, c_in, k, k), torch.randn(32)
             cells.append(f"{c_in}:{p10_us(lambda: torch.conv2d(x, w, b, 1, k // 2)):.0f}")
         print(f"k={k}: " + " ".join(cells))
+    print("Conv2d(16, C_out, 3) over 64 images of 32 x 32: µs alone per C_out")
+    cells = []
+    for c_out in (1, 2, 4, 8, 16, 32):
+        x, w, b = torch.randn(64, 16, 32, 32), torch.randn(c_out, 16, 3, 3), torch.randn(c_out)
+        cells.append(f"{c_out}:{p10_us(lambda: torch.conv2d(x, w, b, 1, 1)):.0f}")
+    print("k=3: " + " ".join(cells))
     return 0
 
 

@@ -57,8 +57,9 @@ def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
     same 1.87-2.01 ms at every ``C`` of 20, 24, 28 and 32, against 0.85 at 16 and 3.5-3.7 at 40 and 48;
     1×1 ones alike (``experiments/bench_conv_alone.py --channels``, its log). Into 32 channels over 64
     images of 32 × 32, a 3×3 or 5×5 convolution's time grew with each input channel from 1 to 16
-    (1.0 → 4.4 ms, 1.4 → 11.0), then stayed from 24 to 32; a 1×1 one's stayed 1.4-1.7 ms from 1 input
-    channel to 16 (``experiments/bench_onednn_channels.py``, its log)."""
+    (1.2 → 4.5 ms, 1.4 → 11.5), then stayed from 24 to 32; a 1×1 one's stayed 1.5-1.7 ms from 1 input
+    channel to 16; from 16 channels a 3×3 one took 2.7-2.9 ms into any of 1 to 16 (4.1 into 32)
+    (``experiments/bench_onednn_channels.py``, its log)."""
     def block(c):
         return -(-int(c) // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK
 
