@@ -8,7 +8,7 @@ before it).
 The model is traced at ``--batch-size``; each of its forward convolutions is called alone on inputs of the
 traced shapes (random values; its own stride, padding, dilation and groups), back to back, with the
 allocator settled as every measurement is (``crossover.measurement.allocator``: a fresh output of several
-MiB faults on each call otherwise), at the profile's threads; the 10th percentile over blocks of calls.
+MiB faults on each call otherwise), at the profile's threads; the second-quickest of 15 blocks of 20 calls (``block_timing``).
 A convolution costed right alone but not in its model is the composition's to explain; one costed wrong
 alone is the grid's. ``--channels``: instead of a model, ``Conv1d(C, C, k)`` over sequences of 512 steps
 for ``C`` from 16 to 48 and ``k`` of 3 and 1 (oneDNN pads channels to whole blocks of 16 on AVX-512:
@@ -21,26 +21,12 @@ import argparse
 import dataclasses
 import itertools
 import sys
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+from block_timing import block_mean_us
 
 ZOO = Path(__file__).resolve().parent / "zoo"
-
-
-def alone_p10_s(call, per_block: int = 20, blocks: int = 15) -> float:
-    """10th percentile over ``blocks`` of the seconds per call of ``call`` repeated ``per_block`` times."""
-    for _ in range(5):
-        call()
-    times = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(per_block):
-            call()
-        times.append((time.perf_counter() - start) / per_block)
-    return float(np.quantile(times, 0.1))
 
 
 def conv_call(row):
@@ -103,7 +89,7 @@ def main(argv=None) -> int:
         if row["op"].split(".")[1:2] != ["convolution"]:
             continue
         cost, old = op_cost(profile, row, inference=True), op_cost(before, row, inference=True)
-        alone = alone_p10_s(conv_call(row))
+        alone = block_mean_us(conv_call(row), calls=20, blocks=15, warmup=5) * 1e-6
         shapes = row["input_shapes"]
         print(f"{str(tuple(shapes[0])):22s} {str(tuple(shapes[1])):18s} {cost.family:15s} {cost.host_s * 1e6:10.1f} "
               f"{old.host_s * 1e6:18.1f} {alone * 1e6:9.1f} {alone / cost.host_s:13.2f}")

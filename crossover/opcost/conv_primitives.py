@@ -116,9 +116,10 @@ TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 #: are, by the output pixels of the batch and ``C_in·C_out`` (oneDNN's blocked, :func:`onednn_kn`). A 1×1
 #: convolution does ``k²`` times less arithmetic per byte than the 3×3 and 5×5 cells of the ``conv`` grid at
 #: the same ``C_in·k²·C_out``, and oneDNN reorders its activations all the same: on the 2-core VM at one
-#: thread the pointwise convolutions of a depthwise-separable CNN and of gated 1-D blocks, timed alone at
-#: batch 64, took 1.4-2.0 times what the ``conv`` and ``conv1d`` grids cost them
-#: (``experiments/bench_conv_alone.py``, ``experiments/bench_layer_costs.py``, their logs). A 1-D one
+#: thread the pointwise convolutions of a depthwise-separable CNN, timed alone at batch 64, took 1.6-2.2
+#: times what the ``conv`` grid costs them where its other convolutions took 1.1-1.2; those of gated 1-D
+#: blocks 1.1-1.2 times against 0.7-0.8 for their 3-tap ones (``experiments/bench_conv_alone.py``,
+#: ``experiments/bench_layer_costs.py``, their logs). A 1-D one
 #: (``Conv1d(C_in, C_out, 1)``) is the 2-D one of height 1 ATen makes of it, on the same grids.
 POINTWISE = "conv_pointwise"
 POINTWISE_CHANNELS = ((8, 32), (32, 32), (64, 64), (128, 128))
