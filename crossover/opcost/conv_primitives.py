@@ -54,11 +54,11 @@ def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
     several pixels (a first layer's plain input, which its own kernel reads as it is).
 
     On the 2-core VM (AVX-512, one thread): a ``Conv1d(C, C, 3)`` over 64 sequences of 512 steps took the
-    same 1.87-2.01 ms at every ``C`` of 20, 24, 28 and 32, against 0.85 at 16 and 3.5-3.7 at 40 and 48;
+    same 1.89-2.08 ms at every ``C`` of 20, 24, 28 and 32, against 0.88 at 16 and 3.6-3.7 at 40 and 48;
     1×1 ones alike (``experiments/bench_conv_alone.py --channels``, its log). Into 32 channels over 64
     images of 32 × 32, a 3×3 or 5×5 convolution's time grew with each input channel from 1 to 16
-    (1.2 → 4.5 ms, 1.4 → 11.5), then stayed from 24 to 32; a 1×1 one's stayed 1.5-1.7 ms from 1 input
-    channel to 16; from 16 channels a 3×3 one took 2.7-2.9 ms into any of 1 to 16 (4.1 into 32)
+    (1.2 → 4.5 ms, 1.5 → 12.1), then stayed from 24 to 32; a 1×1 one's stayed 1.5-1.7 ms from 1 input
+    channel to 16; from 16 channels a 3×3 one took 2.6-2.9 ms into any of 1 to 16 (4.3 into 32)
     (``experiments/bench_onednn_channels.py``, its log)."""
     def block(c):
         return -(-int(c) // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK
@@ -111,7 +111,7 @@ TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 #: ``POINTWISE_BATCHES[0]``, and with oneDNN off (``*_native``) over images of ``POINTWISE_SIDES[1]`` at each
 #: of ``POINTWISE_BATCHES[1]``. PyTorch runs a 1×1 convolution natively on one thread below a batch of 16
 #: (8 images of 16 × 16, 16 → 32 channels: 15-18 µs there, 44-47 on oneDNN's cells); from a batch of 16
-#: with oneDNN off it takes NNPACK instead, 4-8 times slower on the VM, a path PyTorch itself never picks
+#: with oneDNN off it takes NNPACK instead, 2-8 times slower per pixel on the VM, a path PyTorch itself never picks
 #: while oneDNN is on: the native cells stop at 8 images. Their grids are indexed, as the ``conv`` grids
 #: are, by the output pixels of the batch and ``C_in·C_out`` (oneDNN's blocked, :func:`onednn_kn`). A 1×1
 #: convolution does ``k²`` times less arithmetic per byte than the 3×3 and 5×5 cells of the ``conv`` grid at
