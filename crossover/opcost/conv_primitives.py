@@ -110,7 +110,7 @@ TRANSPOSED_GRID = (TRANSPOSED, TRANSPOSED, "conv_transpose2d", False)
 #: as PyTorch picks the kernel over images of ``POINTWISE_SIDES[0]`` at each batch of
 #: ``POINTWISE_BATCHES[0]``, and with oneDNN off (``*_native``) over images of ``POINTWISE_SIDES[1]`` at each
 #: of ``POINTWISE_BATCHES[1]``. PyTorch runs a 1×1 convolution natively on one thread below a batch of 16
-#: (8 images of 16 × 16, 16 → 32 channels: 15-20 µs alone there, 44-47 costed on oneDNN's cells: the logs of
+#: (8 images of 16 × 16, 16 → 32 channels: 15-17 µs alone there, 44-47 costed on oneDNN's cells: the logs of
 #: ``bench_layer_costs`` and ``bench_conv_alone``, one thread); from a batch of 16
 #: with oneDNN off it takes NNPACK instead, 2-8 times slower per pixel on the VM, a path PyTorch itself never picks
 #: while oneDNN is on: the native cells stop at 8 images. Their grids are indexed, as the ``conv`` grids
