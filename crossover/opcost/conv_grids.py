@@ -83,7 +83,7 @@ def uses_1d_grids(profile: Profile, row: Mapping) -> bool:
 
 def conv_grid_seconds(profile: Profile, family: str, row: Mapping, dims: tuple, native: bool) -> Optional[float]:
     """Seconds of a convolution row of ``dims`` (``(M, K·N)``) on the profile's grids of ``family``
-    (``conv``, ``conv_backward`` or ``conv1d``: a 1-D one at its output's length), on the native path's
+    (``conv``, ``conv_backward``, ``conv1d``: a 1-D one at its output's length, or ``conv_pointwise``), on the native path's
     grids where ``native`` (and the profile has them)."""
     side = float(tuple((row.get("output_shapes") or [()])[0])[-1]) if family == "conv1d" else conv_side(row)
     seconds = conv_grid_time(profile, f"{family}_native", dims, side) if native else None

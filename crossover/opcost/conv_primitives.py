@@ -207,7 +207,7 @@ def conv_points(plan, device: str = "cpu") -> list:
         out += [(TRANSPOSED, TRANSPOSED_GRID[2], b * pixels, 2.0 * b * pixels * c_in * c_out * k * k,
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
                 for (c_in, c_out, k), b in itertools.product(TRANSPOSED_CHANNELS, TRANSPOSED_BATCHES)]
-    if device == "cpu" and getattr(plan, "conv_pointwise", False):
+    if device == "cpu" and plan.conv_pointwise:
         for name, side, batches in zip(CONV_BACKENDS, POINTWISE_SIDES, POINTWISE_BATCHES):
             out += [(POINTWISE, name, b * side**2, 2.0 * b * side**2 * c_in * c_out, (b, c_in, c_out, 1, side))
                     for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS, batches)]

@@ -345,7 +345,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         grid = grid or profile.grids.get("matmul")
         per_matrix = batched_matrices(row) * profile.overhead(BMM_MATRIX) if profile.device == "cpu" else 0.0
         return None if dims is None or grid is None else grid(*dims) + per_matrix
-    if family in ("conv", "conv_backward", "conv1d") and sized_grids(profile, family):
+    if family in ("conv", "conv_backward", "conv1d", POINTWISE) and sized_grids(profile, family):
         dims = conv_dims(row)
         if dims is None:
             return None
@@ -356,12 +356,6 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
         return seconds
-    if family == POINTWISE:  # one image side: its grids' M the output pixels of the batch, K·N = C_in·C_out
-        dims = conv_dims(row)
-        native = conv_backend(row, profile.threads) == "native"
-        seconds = conv_grid_time(profile, f"{POINTWISE}_native", dims, 0.0) if native and dims else None
-        return seconds if seconds is not None or dims is None else \
-            conv_grid_time(profile, POINTWISE, blocked_dims(profile, row, dims), 0.0)
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
         x = tuple((row.get("input_shapes") or [()])[0])
         dims = _gemm_dims(x[0] * _prod(x[2:]), row) if len(x) > 2 else None
