@@ -65,8 +65,8 @@ from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
-from .conv_primitives import (BLOCKED_KN, POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED, TRANSPOSED_GRID, cell_kn,
-                              fit_strided_column_s)
+from .conv_primitives import (BLOCKED_KN, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED,
+                              TRANSPOSED_GRID, cell_kn, fit_native_unfold, fit_strided_column_s)
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -424,7 +424,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
                               if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
         overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT),
-                         native_stride_column_s=fit_strided_column_s(families),
+                         native_stride_column_s=fit_strided_column_s(families), **fit_native_unfold(families),
                          **{BMM_MATRIX: fit_bmm_matrix_s(families)}, **fit_wake(families, overheads["dispatch_s"]))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
@@ -440,7 +440,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
             if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
                 side = _shape(r)[-1] if family.startswith("conv") else 0
                 first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
-                by_size.setdefault(side, {})[(first, cell_kn(r, first, device))] = s
+                by_size.setdefault(side, {})[(first, cell_kn(r, first, device, overheads.get(NATIVE_UNFOLD)))] = s
         for side, cells in by_size.items():
             grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:

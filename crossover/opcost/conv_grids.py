@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from .conv_primitives import BLOCKED_KN, onednn_kn
+from .conv_primitives import BLOCKED_KN, NATIVE_UNFOLD, native_kn, onednn_kn
 from .profiles import Profile, log_between
 from .trace import row_args
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
-           "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning", "blocked_dims"]
+           "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning", "blocked_dims",
+           "unfolded_dims"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -113,6 +114,19 @@ def blocked_dims(profile: Profile, row: Mapping, dims: tuple) -> tuple:
     if (profile.meta or {}).get("conv_kn") != BLOCKED_KN or x is None or x[1] != w[1]:
         return dims
     return dims[0], onednn_kn(w[1], w[0], math.prod(w[2:]))
+
+
+def unfolded_dims(profile: Profile, row: Mapping, dims: tuple) -> tuple:
+    """``dims`` (``(M, K·N)``) of a forward 2-D convolution row that runs natively, its ``K·N`` with the
+    unfolding counted (:func:`crossover.opcost.conv_primitives.native_kn`) where the profile's native grid
+    is indexed so (its ``overheads`` hold :data:`NATIVE_UNFOLD <crossover.opcost.conv_primitives.NATIVE_UNFOLD>`;
+    a 1-D convolution costed on it as the 2-D one of height 1 ATen makes of it); ``dims`` unchanged for a
+    grouped convolution or an older profile."""
+    x, w, _ = conv_operands(row)
+    unfold = (profile.overheads or {}).get(NATIVE_UNFOLD)
+    if unfold is None or x is None or x[1] != w[1]:
+        return dims
+    return dims[0], native_kn(w[1], w[0], math.prod(w[2:]), unfold)
 
 
 def is_strided(x, w, out) -> bool:

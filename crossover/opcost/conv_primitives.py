@@ -27,7 +27,7 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
-           "onednn_kn", "cell_kn"]
+           "onednn_kn", "cell_kn", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -67,15 +67,77 @@ def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
     return float((c_in if plain else block(c_in)) * kernel_pixels * block(c_out))
 
 
-def cell_kn(row, m: int, device: str) -> float:
+#: ``overheads`` key of a CPU profile whose 2-D native convolution grid (``conv_native``) is indexed by
+#: :func:`native_kn`: the matrix-product MACs one unfolded input element costs (:func:`fit_native_unfold`).
+NATIVE_UNFOLD = "native_unfold_macs"
+#: The fitted ratio is kept within this range (a degenerate fit: the bounds).
+UNFOLD_MACS_RANGE = (0.0, 256.0)
+
+
+def native_kn(c_in: int, c_out: int, kernel_pixels: int, unfold_macs: float) -> float:
+    """``K·N`` of a native (im2col + GEMM) convolution with its unfolding counted: ``K·(N + unfold_macs)``,
+    ``K = C_in·k²`` the unfolded rows, ``N = C_out``.
+
+    PyTorch's native path first copies every input element under each kernel tap into a ``K × pixels``
+    matrix, then multiplies the ``N × K`` weight into it: the copy's work grows with ``K`` alone, the
+    product's with ``K·N``. Indexed by ``K·N`` only, a convolution into few channels read as one with
+    little to do: on the 2-core VM at one thread ``Conv2d(16, 1, 3)`` on one 32 × 32 image took 45-63 µs
+    (62 into 1 channel, 103 into 16, 134 into 32: a fixed unfolding and 2.3 µs a channel), where its
+    ``K·N`` of 144 lies below every cell and the grid gave 13; ``Conv2d(32, 16, 3)`` took 158 µs against
+    the 108 of ``Conv2d(16, 32, 3)``, the same ``K·N`` (``experiments/bench_native_unfold.py``)."""
+    return float(c_in * kernel_pixels * (c_out + unfold_macs))
+
+
+def fit_native_unfold(families) -> dict:
+    """``{NATIVE_UNFOLD: u}``, ``u`` the MACs one unfolded element of a native 2-D convolution costs (pure):
+    the ratio of the two per-element rates of a non-negative least-squares fit, relative to each cell, of
+    the native ``conv`` cells' seconds to ``c + a·(batch·K·pixels) + b·(batch·K·N·pixels)``, within
+    :data:`UNFOLD_MACS_RANGE`; ``{}`` without at least four cells or with ``b`` = 0.
+
+    Parameters
+    ----------
+    families : mapping of family to list of (seconds, spread, row)
+        A calibration's rows by family (its ``conv`` rows named ``conv2d_native``, the shape
+        ``batch x C_in x C_out x k x side``).
+    """
+    import math
+
+    import numpy as np
+    from scipy.optimize import nnls
+
+    design, seconds = [], []
+    for s, _, row in families.get("conv", []):
+        shape = [int(v) for v in str(row.get("shape") or "").split("x") if v]
+        if row["name"] != CONV_BACKENDS[1] or len(shape) != 5 or not math.isfinite(s) or s <= 0:
+            continue
+        batch, c_in, c_out, k, side = shape
+        unfolded = batch * c_in * k * k * side * side
+        design.append([1.0, unfolded, unfolded * c_out])
+        seconds.append(s)
+    if len(seconds) < 4:
+        return {}
+    weights = 1.0 / np.asarray(seconds)
+    coef = nnls(np.asarray(design) * weights[:, None], np.asarray(seconds) * weights)[0]
+    if coef[2] <= 0:
+        return {}
+    low, high = UNFOLD_MACS_RANGE
+    return {NATIVE_UNFOLD: float(min(max(coef[1] / coef[2], low), high))}
+
+
+def cell_kn(row, m: int, device: str, unfold_macs=None) -> float:
     """``K·N`` of a calibration row's cell on its grid: :func:`onednn_kn` for a CPU's oneDNN forward
     convolution (``conv``, ``conv1d``, :data:`POINTWISE`; its ``shape`` ``batch x C_in x C_out x k x side``),
-    the FLOPs over ``2·m`` for any other."""
+    :func:`native_kn` for a native 2-D ``conv`` one given ``unfold_macs``, the FLOPs over ``2·m`` for any
+    other."""
     family, name = row["family"], str(row["name"])
     shape = str(row.get("shape") or "").split("x")
-    if device != "cpu" or family not in ("conv", "conv1d", POINTWISE) or name.endswith("_native") or len(shape) != 5:
+    if device != "cpu" or family not in ("conv", "conv1d", POINTWISE) or len(shape) != 5:
         return float(row["x"]) / (2 * m)
     _, c_in, c_out, k, _ = (int(v) for v in shape)
+    if name.endswith("_native"):
+        if family == "conv" and unfold_macs is not None:
+            return native_kn(c_in, c_out, k * k, unfold_macs)
+        return float(row["x"]) / (2 * m)
     return onednn_kn(c_in, c_out, k if family == "conv1d" else k * k)
 
 
