@@ -14,9 +14,13 @@ passes' low bias at small batches (#27), in three measurements in one process.
    against its leaf modules' ``forward`` each repeated alone on its input from the step, the same
    ``forward`` calls chained (no ``nn.Module.__call__``), and the step as ``measure`` times it
    (``model(x)``): what the chain adds, and what the module calls add.
+4. **A serial read after a parallel write** (two threads or more). A ``cumsum`` (serial in ATen) over a
+   tensor of 64 KiB to 1 MiB, right after a parallel in-place ``mul_`` of the same tensor (each thread
+   writes its share, in its own core's cache) against right after the same ``mul_`` of a 1 KiB tensor:
+   what reading lines another core just wrote costs.
 
 Every figure is the second-quickest of a few blocks of back-to-back calls (``block_timing``), medians
-over repeats. Run it on a quiet machine (about 2 minutes).
+over repeats. Run it on a quiet machine (about half a minute).
 """
 
 from __future__ import annotations
@@ -132,6 +136,24 @@ def references(repeats: int = 5, calls: int = 100) -> None:
               f"{(step - chain) / (len(leaves) + 1):16.2f}")
 
 
+def remote_reads(repeats: int = 3, calls: int = 100) -> None:
+    import torch
+
+    print("4. a serial cumsum right after a parallel in-place mul_ of its input, against after a tiny mul_ (µs)")
+    tiny = torch.randn(256)
+    for kib in (64, 256, 1024):
+        x = torch.randn(kib * 256)
+        after_own = statistics.median(block_mean_us(lambda: (x.mul_(1.0), torch.cumsum(x, 0)), calls)
+                                      for _ in range(repeats))
+        after_tiny = statistics.median(block_mean_us(lambda: (tiny.mul_(1.0), torch.cumsum(x, 0)), calls)
+                                       for _ in range(repeats))
+        writes = statistics.median(block_mean_us(lambda: x.mul_(1.0), calls) for _ in range(repeats))
+        tiny_s = statistics.median(block_mean_us(lambda: tiny.mul_(1.0), calls) for _ in range(repeats))
+        extra = (after_own - writes) - (after_tiny - tiny_s)
+        print(f"   {kib:5d} KiB: cumsum after its own mul_ {after_own - writes:8.2f}, after a tiny one "
+              f"{after_tiny - tiny_s:8.2f}: {extra:+8.2f} ({extra * 1e3 / (kib * 16):+.1f} ns a 64-byte line of it)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -146,6 +168,9 @@ def main(argv=None) -> int:
         cycles(args.trials)
         pairs()
     references()
+    if args.threads > 1:
+        with torch.no_grad():
+            remote_reads()
     return 0
 
 
