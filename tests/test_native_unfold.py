@@ -92,3 +92,55 @@ def test_the_grid_tells_more_inputs_from_more_outputs_at_the_same_flops():
     assert op_cost(profile, wide_in).host_s == pytest.approx(_seconds(1, 32, 16, 3, 16), rel=0.15)
     assert op_cost(profile, wide_out).host_s == pytest.approx(_seconds(1, 16, 32, 3, 16), rel=1e-6)  # a cell
     assert op_cost(profile, wide_in).host_s > 1.3 * op_cost(profile, wide_out).host_s
+
+
+# --- dilated native convolutions: their own rate per unfolded element
+
+from crossover.opcost.calibration_plan import PLANS, make_step, points  # noqa: E402
+from crossover.opcost.conv_primitives import (DILATED, DILATED_COLUMN, DILATED_LENGTH, DILATION,  # noqa: E402
+                                              fit_dilated_column_s)
+from crossover.opcost.conv_grids import unfold_rate_s  # noqa: E402
+
+
+def _dilated_rows(rate_s):
+    rows = []
+    for c in (16, 48):
+        base = 20 * US + 1e-10 * c * c * DILATED_LENGTH
+        for d in (1, DILATION):
+            seconds = base + (rate_s * c * 3 * DILATED_LENGTH if d > 1 else 0.0)
+            rows.append(dict(row(f"dilation{d}", seconds, family=DILATED, m=DILATED_LENGTH,
+                                 x=2.0 * DILATED_LENGTH * c * 3 * c), shape=f"1x{c}x{c}x3x{DILATED_LENGTH}"))
+    return rows
+
+
+def test_the_dilated_rate_is_the_dilated_calls_extra_per_unfolded_element():
+    rows = _dilated_rows(2e-9)
+    assert fit_dilated_column_s({DILATED: [(r["median_s"], 0.0, r) for r in rows]})[DILATED_COLUMN] == pytest.approx(2e-9)
+    assert fit_dilated_column_s({DILATED: [(r["median_s"], 0.0, r) for r in rows if r["name"] == "dilation1"]}) == {}
+
+
+def test_the_quick_plan_times_dilated_convolutions_at_their_dilation():
+    import torch
+
+    dilated = [p for p in points(PLANS["quick"], "cpu") if p.family == DILATED]
+    assert sorted({p.name for p in dilated}) == ["dilation1", f"dilation{DILATION}"]
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family == DILATED]
+    point = next(p for p in dilated if p.name == f"dilation{DILATION}")
+    out = make_step(point, "cpu")()
+    assert tuple(out.shape) == (1, point.shape[2], DILATED_LENGTH)  # padded to the same length
+    with torch.profiler.profile() as prof:
+        make_step(point, "cpu")()
+    assert any("dilated" in e.key for e in prof.key_averages())  # slow_conv_dilated2d: the native dilated path
+
+
+def test_a_dilated_convolution_pays_the_dilated_rate_and_a_strided_one_the_strided():
+    profile = build_profile(_profile_rows() + _dilated_rows(2e-9), device="cpu", machine="test", threads=1)
+    assert profile.overheads[DILATED_COLUMN] == pytest.approx(2e-9)
+    dilated = _conv(nn.Conv1d(16, 16, 3, padding=2, dilation=2), (16, 64))
+    strided = _conv(nn.Conv2d(16, 16, 3, stride=2, padding=1), (16, 16, 16))
+    assert unfold_rate_s(profile, dilated) == pytest.approx(2e-9)
+    assert unfold_rate_s(profile, strided) == profile.overhead("native_stride_column_s")
+    older = dataclasses.replace(profile, overheads={k: v for k, v in profile.overheads.items() if k != DILATED_COLUMN})
+    assert unfold_rate_s(older, dilated) == older.overhead("native_stride_column_s")
+    gap = op_cost(profile, dilated).host_s - op_cost(older, dilated).host_s
+    assert gap == pytest.approx((2e-9 - older.overhead("native_stride_column_s")) * 16 * 3 * 64, rel=1e-6)

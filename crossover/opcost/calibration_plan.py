@@ -29,7 +29,7 @@ from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, ba
 from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
 from .fused_layers import FUSED, fused_points, fused_step
-from .conv_primitives import (CONV_BACKENDS, POINTWISE, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
+from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
@@ -189,7 +189,7 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # half the input, or as large
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
-    if family in ("conv", "conv_backward", "conv1d", TRANSPOSED, POINTWISE) and len(shape) == 5:
+    if family in ("conv", "conv_backward", "conv1d", TRANSPOSED, POINTWISE, DILATED) and len(shape) == 5:
         return 4.0 * math.prod(conv_output_shape(family, shape))
     return 0.0
 
@@ -450,7 +450,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return reuse_step(point.x, private_cache_bytes() * torch.get_num_threads(), device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED, POINTWISE):
+    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED, POINTWISE, DILATED):
         return conv_step(point.family, point.name, point.shape, device)
     if point.family == ACTIVATION_FAMILY:
         return activation_step(point.name, point.n, device)

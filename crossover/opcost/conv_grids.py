@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from .conv_primitives import BLOCKED_KN, NATIVE_UNFOLD, native_kn, onednn_kn
+from .conv_primitives import BLOCKED_KN, DILATED_COLUMN, NATIVE_UNFOLD, native_kn, onednn_kn
 from .profiles import Profile, log_between
 from .trace import row_args
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
            "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning", "blocked_dims",
-           "unfolded_dims"]
+           "unfolded_dims", "unfold_rate_s"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -151,6 +151,17 @@ def strided_unfold_elements(row: Mapping) -> float:
     if x is None or not (dilated or is_strided(x, w, out)):
         return 0.0
     return float(x[0] * w[1] * w[2] * w[3] * out[2] * out[3])
+
+
+def unfold_rate_s(profile: Profile, row: Mapping) -> float:
+    """Seconds per element :func:`strided_unfold_elements` counts: a dilated convolution's rate
+    (:data:`DILATED_COLUMN <crossover.opcost.conv_primitives.DILATED_COLUMN>`, its own primitives' on a
+    profile that has them), else the strided one's (``native_stride_column_s``)."""
+    overheads = profile.overheads or {}
+    dilated = any(d > 1 for d in row_args(row).get("dilation") or ())
+    if dilated and DILATED_COLUMN in overheads:
+        return float(overheads[DILATED_COLUMN])
+    return float(overheads.get("native_stride_column_s", 0.0) or 0.0)
 
 
 def uncalibrated_conv_warning(row: Mapping) -> str:

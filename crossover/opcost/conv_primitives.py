@@ -4,6 +4,8 @@
   both gradients, each ``(C_in, C_out, k)`` of the plan at each of its batches;
 - ``conv_pointwise``: 1×1 convolutions (stride 1, one group), forward, on their own grid (see
   :data:`POINTWISE`);
+- ``conv_dilated``: 1-D convolutions of one sequence at dilations 1 and :data:`DILATION` (CPU only; see
+  :data:`DILATED`);
 - ``conv1d``: 1-D convolutions over sequences, forward (``nn.Conv1d``'s shapes: a kernel of ``k`` steps,
   where a 2-D grid's cells at the same ``C_in·k·C_out`` have ``k²``-pixel kernels, so more work per
   output and another oneDNN kernel). On the 2-core VM at one thread a 1-D CNN's convolutions costed on
@@ -27,7 +29,8 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
-           "onednn_kn", "cell_kn", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
+           "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
+           "fit_dilated_column_s", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -251,6 +254,46 @@ def fit_strided_column_s(families) -> float:
     return max(float(np.median(extra)), 0.0) if extra else 0.0
 
 
+#: The family of the dilated native convolutions (CPU only): ``Conv1d(C, C, 3)`` over one sequence of
+#: ``DILATED_LENGTH`` steps for each ``C`` of ``DILATED_CHANNELS``, at dilation 1 and at ``DILATION`` (the
+#: names ``dilation1`` and ``dilation4``; padded to the same length). One small sequence runs on the native
+#: path either way, and a dilated one through ``slow_conv_dilated2d``, which unfolds element by element:
+#: on the 2-core VM at batch 1 the WaveNet blocks' and the TCN's dilated convolutions took 1.32-1.68 times
+#: their cost with the strided rate, their undilated ones 0.71-1.10 (``bench_conv_alone_*_b1_*``).
+DILATED = "conv_dilated"
+DILATED_CHANNELS = (16, 48)
+DILATED_LENGTH = 256
+DILATION = 4
+#: ``overheads`` key: seconds per unfolded element a dilated native convolution pays beyond the undilated one.
+DILATED_COLUMN = "native_dilated_column_s"
+
+
+def fit_dilated_column_s(families) -> dict:
+    """``{DILATED_COLUMN: s}`` (pure): the median over ``DILATED_CHANNELS`` of ``(t_dilated - t_undilated) /
+    (C·3·DILATED_LENGTH)``, at least 0; ``{}`` without a pair (a calibration from before the family)."""
+    import math
+
+    import numpy as np
+
+    times = {(str(r["name"]), str(r.get("shape"))): s for s, _, r in families.get(DILATED, []) if math.isfinite(s)}
+    extra = []
+    for (name, shape), seconds in times.items():
+        undilated = times.get(("dilation1", shape))
+        if name != f"dilation{DILATION}" or undilated is None:
+            continue
+        _, c_in, _, k, length = (int(v) for v in shape.split("x"))
+        extra.append((seconds - undilated) / (c_in * k * length))
+    return {DILATED_COLUMN: max(float(np.median(extra)), 0.0)} if extra else {}
+
+
+def native_terms(families) -> dict:
+    """The native path's terms of a CPU calibration (pure): ``native_stride_column_s``
+    (:func:`fit_strided_column_s`), the unfolding (:func:`fit_native_unfold`) and the dilated rate
+    (:func:`fit_dilated_column_s`)."""
+    return dict(native_stride_column_s=fit_strided_column_s(families), **fit_native_unfold(families),
+                **fit_dilated_column_s(families))
+
+
 def conv_points(plan, device: str = "cpu") -> list:
     """``(family, name, m, x, shape)`` of every convolution primitive of ``plan`` on ``device``."""
     out = []
@@ -275,6 +318,9 @@ def conv_points(plan, device: str = "cpu") -> list:
                     for (c_in, c_out), b in itertools.product(POINTWISE_CHANNELS, batches)]
     if not plan.conv1d:
         return out
+    if device == "cpu":
+        out += [(DILATED, f"dilation{d}", DILATED_LENGTH, 2.0 * DILATED_LENGTH * c * 3 * c, (1, c, c, 3, DILATED_LENGTH))
+                for c in DILATED_CHANNELS for d in (1, DILATION)]
     for name, batches in zip(CONV1D_BACKENDS if device == "cpu" else CONV1D_BACKENDS[:1], CONV1D_BATCHES):
         for (c_in, c_out, kernel), batch in itertools.product(CONV1D_CHANNELS, batches):
             m = batch * CONV1D_LENGTH
@@ -285,7 +331,7 @@ def conv_points(plan, device: str = "cpu") -> list:
 def conv_input_shape(family: str, shape) -> tuple:
     """The input tensor's shape of a convolution primitive of ``shape`` (see the module docstring)."""
     batch, c_in, _, _, side = shape
-    return (batch, c_in, side) if family == "conv1d" else (batch, c_in, side, side)
+    return (batch, c_in, side) if family in ("conv1d", DILATED) else (batch, c_in, side, side)
 
 
 def conv_output_shape(family: str, shape) -> tuple:
@@ -293,7 +339,7 @@ def conv_output_shape(family: str, shape) -> tuple:
     batch, c_in, c_out, _, side = shape
     channels = c_in if family == "conv_backward" else c_out
     side = 2 * side if family == TRANSPOSED else side
-    return (batch, channels, side) if family == "conv1d" else (batch, channels, side, side)
+    return (batch, channels, side) if family in ("conv1d", DILATED) else (batch, channels, side, side)
 
 
 def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object]:
@@ -301,7 +347,7 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
     import torch
 
     batch, c_in, c_out, kernel, size = shape
-    one_d = family == "conv1d"
+    one_d = family in ("conv1d", DILATED)
     x = torch.randn(conv_input_shape(family, shape), device=device)
     w = torch.randn((c_out, c_in, kernel) if one_d else (c_out, c_in, kernel, kernel), device=device)
     bias = torch.randn(c_out, device=device)
@@ -311,12 +357,13 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return torch.conv_transpose2d(x, w, bias, stride=2, padding=(kernel - 2) // 2)
-    elif family in ("conv", "conv1d", STRIDED, POINTWISE):
+    elif family in ("conv", "conv1d", STRIDED, POINTWISE, DILATED):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1
+        dilation = int(name[len("dilation"):]) if family == DILATED else 1
 
         def call():
-            return conv(x, w, bias, stride=stride, padding=pad)
+            return conv(x, w, bias, stride=stride, padding=pad * dilation, dilation=dilation)
     else:
         grad = torch.conv2d(x, w, bias, padding=pad)
         backward = torch.ops.aten.convolution_backward.default

@@ -47,7 +47,7 @@ from typing import Mapping, Optional
 from .activations import activation_curve, uncovered_warning
 from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
 from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
-                         strided_unfold_elements, uncalibrated_conv_warning, unfolded_dims, uses_1d_grids)
+                         strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
 from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
@@ -357,7 +357,7 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             dims = blocked_dims(profile, row, dims)
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
-            seconds += strided_unfold_elements(row) * profile.overhead("native_stride_column_s")
+            seconds += strided_unfold_elements(row) * unfold_rate_s(profile, row)
         return seconds
     if family == TRANSPOSED:  # its grid's M: the input's pixels over the batch
         x = tuple((row.get("input_shapes") or [()])[0])
