@@ -106,6 +106,7 @@ def pairs(calls: int = 200) -> None:
 def references(repeats: int = 5, calls: int = 100) -> None:
     import torch
 
+    from crossover.opcost.calibration_plan import Point, make_step
     from crossover.opcost.reference_models import REFERENCE_MODELS, reference_model
 
     print("3. reference models' forward pass at batch 1 (µs): leaf forwards alone, chained, and the step")
@@ -134,6 +135,9 @@ def references(repeats: int = 5, calls: int = 100) -> None:
         alone, chain, step = (statistics.median(c) for c in zip(*rows))
         print(f"   {name:>9s} {len(leaves):7d} {alone:8.1f} {chain:8.1f} {step:9.1f} {chain - alone:+12.1f} "
               f"{(step - chain) / (len(leaves) + 1):16.2f}")
+    primitive = make_step(Point("overhead", "module_call"), "cpu")
+    print(f"   the calibration's module_call primitive (an Identity repeated): "
+          f"{statistics.median(block_mean_us(primitive, 1000) for _ in range(repeats)):.2f} µs a call")
 
 
 def remote_reads(repeats: int = 3, calls: int = 100) -> None:

@@ -143,7 +143,8 @@ def strided_unfold_elements(row: Mapping) -> float:
     took 0.52-0.76 ns more per unfolded element than the undilated one (six shapes, 1-D and 2-D,
     dilations 2 and 4), a strided one 0.68-0.70 (``experiments/bench_costly_ops.py``, its log). oneDNN's
     kernel, at larger batches, is costed as the undilated one: the dilated 1-D CNN of ``experiments/zoo_unseen``
-    read +1% to +8% at batches 8 and 64 that way (``bench_zoo_unseen_p1_t1``, ``p2_t1``)."""
+    read +1% to +8% at batches 8 and 64 that way (``bench_zoo_unseen_p1_t1``, ``p2_t1``). A profile with the
+    dilated primitives charges a dilated one's elements at their own rate (:func:`unfold_rate_s`)."""
     if "backward" in str(row.get("op", "")):
         return 0.0
     x, w, out = conv_operands(row)
@@ -157,11 +158,10 @@ def unfold_rate_s(profile: Profile, row: Mapping) -> float:
     """Seconds per element :func:`strided_unfold_elements` counts: a dilated convolution's rate
     (:data:`DILATED_COLUMN <crossover.opcost.conv_primitives.DILATED_COLUMN>`, its own primitives' on a
     profile that has them), else the strided one's (``native_stride_column_s``)."""
-    overheads = profile.overheads or {}
     dilated = any(d > 1 for d in row_args(row).get("dilation") or ())
-    if dilated and DILATED_COLUMN in overheads:
-        return float(overheads[DILATED_COLUMN])
-    return float(overheads.get("native_stride_column_s", 0.0) or 0.0)
+    if dilated and DILATED_COLUMN in (profile.overheads or {}):
+        return profile.overhead(DILATED_COLUMN)
+    return profile.overhead("native_stride_column_s")
 
 
 def uncalibrated_conv_warning(row: Mapping) -> str:

@@ -84,10 +84,9 @@ def native_kn(c_in: int, c_out: int, kernel_pixels: int, unfold_macs: float) -> 
     PyTorch's native path first copies every input element under each kernel tap into a ``K × pixels``
     matrix, then multiplies the ``N × K`` weight into it: the copy's work grows with ``K`` alone, the
     product's with ``K·N``. Indexed by ``K·N`` only, a convolution into few channels read as one with
-    little to do: on the 2-core VM at one thread ``Conv2d(16, 1, 3)`` on one 32 × 32 image took 45-63 µs
-    (62 into 1 channel, 103 into 16, 134 into 32: a fixed unfolding and 2.3 µs a channel), where its
-    ``K·N`` of 144 lies below every cell and the grid gave 13; ``Conv2d(32, 16, 3)`` took 158 µs against
-    the 108 of ``Conv2d(16, 32, 3)``, the same ``K·N`` (``experiments/bench_native_unfold.py``)."""
+    little to do: on the 2-core VM ``Conv2d(16, 1, 3)`` on one 32 × 32 image took 51-62 µs alone (one and
+    two threads), where its ``K·N`` of 144 lies below every cell and the grid gave 16-23; ``Conv2d(64, 8,
+    3)`` on 16 × 16 took 82-100 against 38-45 (``experiments/bench_native_unfold.py``, its logs)."""
     return float(c_in * kernel_pixels * (c_out + unfold_macs))
 
 
