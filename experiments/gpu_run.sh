@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The GPU run in one command, for whoever next has a GPU machine for a few minutes. From the repo root:
 #   OUT=/some/empty/dir bash experiments/gpu_run.sh
-# Within the device tool's 10-minute command limit: each stage has its own limit, below, 590 s in all (the
-# H100 runs of 2026-11-26 took 443, 486 and 507 s; the one-thread calibration, 111 s alone, sets its limit: the
-# LSTM, transposed-convolution, short-row and batched-product primitives added since made the quick calibration
-# 9-10% longer on the 2-core VM, so it runs 7 rounds, not 8; the third run's paired suite stopped 8 rows short at
-# 120 s), which leaves a 15-minute lease a few minutes for a
+# Within the device tool's 10-minute command limit: each stage has its own limit, below, and the whole run a
+# deadline, DEADLINE_S (default 560 s) from its start: a stage's limit is cut to what is left of it (less 12 s
+# for the stage's own stopping), and a stage with under 8 s left is skipped. The H100 runs of 2026-11-26 took
+# 443, 486 and 507 s; the fourth visit's (2026-11-27) ran every stage to its limit, each 1-3 s past it while it
+# wrote what it had, and the device tool stopped the run at 595 s before the CUDA tests ended: hence the
+# deadline, and the CUDA tests straight after the zoo. The one-thread calibration, 111 s alone, sets its limit
+# (7 rounds, not 8). This leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -46,9 +48,13 @@ printf '# GPU run\n\n| stage | status | seconds |\n| --- | --- | --- |\n' > "$su
 # turn into a stop between rows or rounds with what they measured written; SIGINT would not do: a background
 # job of a non-interactive shell, as the device tool runs this, inherits it ignored), record its status and
 # time in the summary.
+DEADLINE_S=${DEADLINE_S:-560}
 stage() {
     local name=$1 limit=$2; shift 2
-    local t0 rc; t0=$(date +%s)
+    local t0 rc left; t0=$(date +%s)
+    left=$(( DEADLINE_S - (t0 - start_s) - 12 ))
+    if [ "$left" -lt 8 ]; then skip "$name" "the run's ${DEADLINE_S} s deadline"; return; fi
+    [ "$left" -lt "$limit" ] && limit=$left
     echo "=== $name (limit ${limit}s) at $(( t0 - start_s ))s"
     timeout -s TERM -k 10 "$limit" "$@" > "$work/$name.log" 2>&1; rc=$?
     tail -n 5 "$work/$name.log"
@@ -86,6 +92,14 @@ pack profiles.tgz profiles
 stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 
+# The CUDA tests, before the diagnostics below (the fourth visit's run was stopped before they ended).
+if [ "$cuda" = 1 ]; then
+    stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
+    cp "$work/cuda-tests.log" "$OUT/tests.log"
+else
+    skip cuda-tests "no CUDA on this machine"
+fi
+
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
 stage calibrate-cpu-1t 115 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
@@ -117,13 +131,10 @@ if [ "$cuda" = 1 ]; then
     # bench_interference.py found no slowdown from CPU work measured just before).
     stage zoo-cuda-again 11 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
     pack zoo.tgz zoo zoo-1t zoo-cuda-again
-    stage cuda-tests 30 $PY -m pytest -q -p no:cacheprovider tests/test_measurement.py tests/test_calibrate.py -k cuda
-    cp "$work/cuda-tests.log" "$OUT/tests.log"
 else
     skip step-profile "no CUDA on this machine"
     cat "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" "$work/cpu-regions.log" > "$OUT/step-profile.txt" 2>/dev/null
     skip zoo-cuda-again "no CUDA on this machine"
-    skip cuda-tests "no CUDA on this machine"
 fi
 
 {
