@@ -10,7 +10,9 @@ this machine (no measuring; seconds on any laptop).
 median and worst |error| (latency = the 10th percentile of the pooled repeats on both sides) against the
 GPU issue's target (median ≤ 10%, worst ≤ 25%), then per model with both devices measured the measured
 and predicted crossover batch (log-interpolated between batch sizes; within ×1.5 holds) and the winner
-at every point whose devices differ by more than 10%. Example, the H200's second run:
+at every point whose devices differ by more than 10%. Where the zoo was measured with the calibration's
+reference models beside it (``gpu_zoo.py --references``), also how much slower the sitting ran them than
+the calibration did, and the errors with that share taken out. Example, the H200's second run:
 
     python experiments/zoo_check.py experiments/results/nvidia-h200-16c/run2/zoo \\
         --profiles experiments/profiles/nvidia-h200-16c/cpu experiments/profiles/nvidia-h200-16c/cuda
@@ -25,8 +27,9 @@ TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 
 
 def main(argv=None) -> int:
-    from crossover.analysis.zoo_check import crossover_table, error_table
-    from crossover.analysis.zoo_runs import predict_measurements, read_measurements, read_zoo_sets
+    from crossover.analysis.zoo_check import crossover_table, error_table, sitting_ratios, without_sitting
+    from crossover.analysis.zoo_runs import (predict_measurements, read_measurements, read_reference_remeasures,
+                                             read_zoo_sets)
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("zoo", type=Path, nargs="?", help="folder of measure-*.json files")
@@ -55,6 +58,18 @@ def main(argv=None) -> int:
         ok = row.median_error <= TARGET_MEDIAN and row.worst_error <= TARGET_WORST
         print(f"| {row.model} | {row.workload} | {row.device} | {row.points} | {100 * row.median_error:.1f}% | "
               f"{100 * row.worst_error:.1f}% | {100 * row.bias:+.1f}% | {'met' if ok else 'missed'} |")
+    ratios = sitting_ratios(read_reference_remeasures(args.zoo))
+    if ratios:
+        shifted = error_table(without_sitting(frame, ratios))
+        print("\nThe calibration's reference steps measured again in this sitting ran "
+              + ", ".join(f"x{r:.3f} on {d}" for d, r in ratios.items())
+              + " (median of measured / calibration's own): the sitting's share of a miss. The errors with "
+              "each device's predictions scaled by it (a diagnostic, not a prediction):\n")
+        print("| model | workload | device | median error | worst error | bias |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for row in shifted.itertuples():
+            print(f"| {row.model} | {row.workload} | {row.device} | {100 * row.median_error:.1f}% | "
+                  f"{100 * row.worst_error:.1f}% | {100 * row.bias:+.1f}% |")
     crossings = crossover_table(frame)
     if not crossings.empty:
         print("\n| model | workload | measured crossover | predicted | holds (x1.5) | winner right |")

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..crossings import log_crossings
 
-__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "WINNER_MARGIN", "CROSSOVER_FACTOR"]
+__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR"]
 
 ZOO_KEYS = ("model", "workload")
 #: Points whose two devices differ by less than this share are ties: no winner to get right.
@@ -80,3 +80,24 @@ def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") ->
                          measured_first=measured_first, predicted_first=predicted_first, holds=bool(holds),
                          decided_points=int(decided.sum()), winner_right=int((decided & right).sum())))
     return pd.DataFrame(rows)
+
+
+def sitting_ratios(references: pd.DataFrame) -> dict:
+    """Per device, the median of ``measured_s / calibration_s`` over the calibration's reference steps
+    measured again in the zoo's sitting (:func:`~crossover.analysis.zoo_runs.read_reference_remeasures`):
+    how much slower (above 1) the sitting ran the very steps the profile was fitted to. A prediction from
+    that profile misses the zoo by this share before any modelling error.
+    """
+    if references.empty:
+        return {}
+    ratio = references["measured_s"] / references["calibration_s"]
+    return {str(d): float(r.median()) for d, r in ratio.groupby(references["device"])}
+
+
+def without_sitting(frame: pd.DataFrame, ratios: dict) -> pd.DataFrame:
+    """``frame`` with each device's ``predicted_s`` scaled by its sitting ratio (:func:`sitting_ratios`;
+    devices without one unchanged): the errors a model would have made had the calibration run in the
+    zoo's sitting. A diagnostic that splits a miss between the sitting and the model, not a prediction
+    (it reads the zoo's own process)."""
+    scale = frame["device"].map(lambda d: ratios.get(d, 1.0)).astype(float)
+    return frame.assign(predicted_s=frame["predicted_s"].astype(float) * scale)

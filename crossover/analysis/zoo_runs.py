@@ -30,6 +30,7 @@ from ..errors import AnalysisError
 from ..shipped_data import shipped_results_dir
 
 __all__ = ["ZooSet", "ZOO_CHECKS_FILE", "REFERENCE_PREFIX", "zoo_models_dir", "read_zoo_sets", "read_measurements",
+           "read_reference_remeasures",
            "predict_measurements", "zoo_set_predictions"]
 
 #: The list of shipped zoo sets, beside the shipped results.
@@ -90,6 +91,27 @@ def read_measurements(folder: Path) -> pd.DataFrame:
                              batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
                              input_shape=tuple(data["input_shape"]), threads=data.get("threads")))
     return pd.DataFrame(rows)
+
+
+def read_reference_remeasures(folder: Path) -> pd.DataFrame:
+    """The calibration's reference models measured again beside the zoo (``gpu_zoo.py --references``), one
+    row per point: ``model`` (``reference_<name>``), ``workload``, ``device``, ``batch_size``, ``measured_s``
+    (this sitting's 10th percentile) and ``calibration_s`` (what the calibration measured of the same step,
+    as the file records it). Empty where the folder has none."""
+    rows = []
+    for path in sorted(Path(folder).glob("measure-*.json")):
+        data = json.loads(path.read_text())
+        if not str(data["model"]).startswith(REFERENCE_PREFIX):
+            continue
+        known = data.get("calibration_measured_s") or {}
+        for point in data["points"]:
+            calibration_s = known.get(str(int(point["batch_size"])))
+            if calibration_s:
+                rows.append(dict(model="reference_" + str(data["model"])[len(REFERENCE_PREFIX):],
+                                 workload=data["workload"], device=data["device"],
+                                 batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
+                                 calibration_s=float(calibration_s)))
+    return pd.DataFrame(rows, columns=["model", "workload", "device", "batch_size", "measured_s", "calibration_s"])
 
 
 def _input_dtype(model_file: Path) -> str:

@@ -1,0 +1,42 @@
+"""The sitting's share of a zoo miss: the calibration's reference steps measured again beside the zoo,
+against what the calibration measured of them."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from crossover.analysis.zoo_check import error_table, sitting_ratios, without_sitting
+from crossover.analysis.zoo_runs import read_measurements, read_reference_remeasures
+
+
+def _write(folder, name, model, device, points, calibration=None):
+    data = dict(model=model, input_shape=[8], workload="forward", device=device, threads=2,
+                points=[dict(batch_size=b, latency_s=s) for b, s in points])
+    if calibration is not None:
+        data["calibration_measured_s"] = {str(b): s for b, s in calibration.items()}
+    (folder / f"measure-{name}-forward-{device}.json").write_text(json.dumps(data))
+
+
+def test_the_sitting_ratio_is_the_references_median_slowdown(tmp_path):
+    # the sitting ran the references 1.2x, 1.1x and 1.5x slower on the GPU (median 1.2), 0.9x on the CPU
+    _write(tmp_path, "reference_mlp", "reference:mlp", "cuda", [(1, 1.2e-4), (256, 2.2e-4)], {1: 1e-4, 256: 2e-4})
+    _write(tmp_path, "reference_cnn", "reference:cnn", "cuda", [(1, 3e-4), (32, 9e-4)], {1: 2e-4})  # 32: not calibrated
+    _write(tmp_path, "reference_mlp", "reference:mlp", "cpu", [(1, 0.9e-4)], {1: 1e-4})
+    _write(tmp_path, "mnist_mlp", "experiments/zoo/mnist_mlp.py:model", "cuda", [(1, 5e-4)])
+    refs = read_reference_remeasures(tmp_path)
+    assert len(refs) == 4 and set(refs["model"]) == {"reference_mlp", "reference_cnn"}
+    ratios = sitting_ratios(refs)
+    assert ratios == pytest.approx({"cuda": 1.2, "cpu": 0.9})
+    assert set(read_measurements(tmp_path)["model"]) == {"mnist_mlp"}  # the zoo's reader skips the references
+
+
+def test_taking_the_sitting_out_scales_each_devices_predictions(tmp_path):
+    frame = pd.DataFrame(dict(model="m", workload="forward", device=["cuda", "cuda", "cpu"], batch_size=[1, 8, 1],
+                              measured_s=[1.2e-4, 2.4e-4, 1e-4], predicted_s=[1e-4, 2e-4, 1e-4]))
+    before = error_table(frame).set_index("device")
+    after = error_table(without_sitting(frame, {"cuda": 1.2})).set_index("device")
+    assert before.loc["cuda", "bias"] == pytest.approx(-1 / 6)
+    assert after.loc["cuda", "median_error"] == pytest.approx(0, abs=1e-12)  # all of the GPU's miss was the sitting
+    assert after.loc["cpu", "median_error"] == before.loc["cpu", "median_error"] == 0  # no ratio: unchanged
+    assert sitting_ratios(read_reference_remeasures(tmp_path)) == {}  # no references: nothing to take out
