@@ -6,8 +6,8 @@
 # for the stage's own stopping), and a stage with under 8 s left is skipped. The H100 runs of 2026-11-26 took
 # 443, 486 and 507 s; the fourth visit's (2026-11-27) ran every stage to its limit, each 1-3 s past it while it
 # wrote what it had, and the device tool stopped the run at 595 s before the CUDA tests ended: hence the
-# deadline, and the CUDA tests straight after the zoo. The one-thread calibration, 111 s alone, sets its limit
-# (7 rounds, not 8). This leaves a 15-minute lease a few minutes for a
+# deadline, the CUDA tests straight after the zoo, and the host's thread diagnostics before the one-thread
+# stages (which take what is left). This leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -18,14 +18,13 @@
 #                   from the two profiles (`predict --model --json`): all of a device's models in the same
 #                   shuffled rounds, as the calibration measures its primitives, with the calibration's
 #                   reference models among them (measure-reference_*: the process's share of a miss);
-#                   zoo-1t/ the CPU side at one thread; zoo-cuda-again/ the launch-bound models' GPU side
-#                   again, in a GPU-only process
+#                   zoo-1t/ the CPU side at one thread
 #   peaks.json      the devices' measured peaks
-#   step-profile.txt  torch.profiler's kernels and gaps of a few zoo steps on the GPU (what a synchronised
-#                   step pays that the calibration's queued primitives do not), then the host CPU's
-#                   MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8, and the same steps
-#                   timed with the OpenMP threads spinning, bound, and half as many (bench_thread_env.py),
-#                   and which ops open a parallel region at its thread count (bench_parallel_regions.py)
+#   step-profile.txt  the host CPU's MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8 timed
+#                   with the OpenMP threads as they are, spinning, bound, and half as many
+#                   (bench_thread_env.py), the same steps under torch.profiler, which ops open a parallel
+#                   region at its thread count (bench_parallel_regions.py), then torch.profiler's kernels
+#                   and gaps of a few zoo steps on the GPU
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -70,7 +69,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 125 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
+    stage paired 105 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"
@@ -100,42 +99,36 @@ else
     skip cuda-tests "no CUDA on this machine"
 fi
 
+# The same slow batch-1 host steps (the MNIST training step, LeNet-5, the 1-D CNN: 0.5-1.1 ms at batch 1
+# against 0.3-0.5 at batch 8 at 16 threads on every H100 visit) in fresh processes with the OpenMP threads
+# spinning between parallel regions, held on cores, and half as many (one a core where two hardware
+# threads share each: env.json's cpu_physical_cores) (experiments/bench_thread_env.py): whether the
+# threads' waiting is what they pay. Before the one-thread stages: the fourth visit's 13 s measured only
+# the default (torch's import alone takes seconds a process there); its torch.profiler tables put LeNet-5's
+# batch-1 convolutions at 347 µs a call (134 at batch 8) and the 1-D CNN's max_pool1d at 300.
+stage cpu-thread-env 40 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
+stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
+[ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
+
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
-# can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads).
-stage calibrate-cpu-1t 115 $PY -m crossover calibrate --device cpu --quick --rounds 7 --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 39 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
+# can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads). Cut to
+# what the deadline leaves: a calibration stopped between rounds builds its profile from those it has.
+stage calibrate-cpu-1t 100 $PY -m crossover calibrate --device cpu --quick --rounds 6 --threads 1 --out "$work/profiles-1t/cpu"
+stage zoo-cpu-1t 35 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
-stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
-
-# torch.profiler on the host CPU's steps that run slower at batch 1 than at 8 at 16 threads (the MNIST
-# training step, LeNet-5, and the 1-D CNN: 473 µs at batch 1 against 124 predicted on the H100's third
-# visit), at batch 1 and 8: which ops the batch-1 step spends its time in.
-stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
-# The same slow batch-1 steps in fresh processes with the OpenMP threads spinning between parallel regions,
-# held on cores, and half as many (one a core where two hardware threads share each: env.json's
-# cpu_physical_cores) (experiments/bench_thread_env.py): whether the threads' waiting is what they pay.
-stage cpu-thread-env 13 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
-# Which ops open a parallel region at the host's thread count (the rule thread_wake charges wake-ups by,
+# What is left of the deadline: torch.profiler on the slow batch-1 host steps and on the GPU's steps, and
+# which ops open a parallel region at the host's thread count (the rule thread_wake charges wake-ups by,
 # read off the 2-core VM at two threads: MKL's product thresholds may move with the threads).
+stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
 stage cpu-regions 10 $PY experiments/bench_parallel_regions.py
-[ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
-
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
-    cat "$work/step-profile.log" "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" "$work/cpu-regions.log" > "$OUT/step-profile.txt" 2>/dev/null
-    # The launch-bound models' GPU steps again, in another process that measures only the GPU: the third
-    # H100 visit's zoo read the MNIST MLP at 155 µs where the second read 70, with calibrations within
-    # 12%; how far one process's launch path differs from another's (the first visit's
-    # bench_interference.py found no slowdown from CPU work measured just before).
-    stage zoo-cuda-again 11 $PY experiments/gpu_zoo.py --out "$work/zoo-cuda-again" --devices cuda --models mnist_mlp,toy --profiles "$work/profiles"
-    pack zoo.tgz zoo zoo-1t zoo-cuda-again
 else
     skip step-profile "no CUDA on this machine"
-    cat "$work/cpu-step-profile.log" "$work/cpu-thread-env.log" "$work/cpu-regions.log" > "$OUT/step-profile.txt" 2>/dev/null
-    skip zoo-cuda-again "no CUDA on this machine"
 fi
+cat "$work/cpu-thread-env.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
 
 {
     printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"

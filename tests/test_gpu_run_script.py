@@ -17,6 +17,9 @@ def test_the_run_keeps_a_deadline_inside_one_device_command():
     assert deadline_s <= 570  # a device command may run 600 s; the summary and the last stage's stop need a few
     order = list(limits)
     assert order.index("cuda-tests") < order.index("calibrate-cpu-1t")  # the tests before the diagnostics
+    assert order.index("cpu-thread-env") < order.index("calibrate-cpu-1t")  # the host's thread question first
+    before_one_thread = sum(limits[n] for n in order[:order.index("calibrate-cpu-1t")])
+    assert before_one_thread + 3 * order.index("calibrate-cpu-1t") <= deadline_s - 60  # room left for them
 
 
 def test_stages_are_cut_to_the_deadline_and_skipped_past_it(tmp_path):
