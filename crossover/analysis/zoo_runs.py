@@ -167,7 +167,12 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
 
 def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> pd.DataFrame:
     """A zoo set's measurements with their predictions (:func:`predict_measurements`); ``attrs["label"]``
-    is the set's label."""
+    is the set's label, ``attrs["sitting_ratios"]`` the sitting's share of a miss per device
+    (:func:`crossover.analysis.zoo_check.sitting_ratios`; empty where the zoo was measured without the
+    calibration's reference models beside it)."""
+    from .zoo_check import sitting_ratios
+
     frame = predict_measurements(read_measurements(zoo_set.zoo), zoo_set.profiles, models_dir)
     frame.attrs["label"] = zoo_set.label
+    frame.attrs["sitting_ratios"] = sitting_ratios(read_reference_remeasures(zoo_set.zoo))
     return frame

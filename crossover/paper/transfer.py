@@ -21,16 +21,20 @@ __all__ = ["transfer_frames", "transfer_errors", "transfer_macros", "transfer_ta
            "CROSSOVER_SETS", "predicted_set_names"]
 
 #: The table's columns: (zoo set, device, header, macro letters).
-#: The H100's third visit comes first: nothing was chosen looking at it.
+#: The H100's third visit comes first: nothing was chosen looking at it; nor at the fourth, beside it.
 TRANSFER_COLUMNS = (("h100-run3", "cuda", "H100 GPU", "HundredGpu"),
                     ("h100-run3", "cpu", "host, 16 thr.", "HundredCpu"),
                     ("h100-run3-1t", "cpu", "host, 1 thr.", "HundredCpuOne"),
+                    ("h100-run4", "cuda", "H100 GPU, 4th", "HundredGpuFourth"),
+                    ("h100-run4", "cpu", "host, 4th", "HundredCpuFourth"),
+                    ("h100-run4-1t", "cpu", "host, 1 thr., 4th", "HundredCpuOneFourth"),
                     ("h100-run2", "cuda", "H100 GPU, 2nd", "HundredGpuSecond"),
                     ("h200-run2", "cuda", "H200 GPU", "TwoHundredGpu"),
                     ("h200-run1", "cuda", "H200 GPU, 1st", "TwoHundredGpuFirst"),
                     ("h200-run1", "cpu", "host, 1st", "TwoHundredCpuFirst"))
 #: The zoo sets whose CPU/GPU crossovers the text quotes: (zoo set, macro letters).
-CROSSOVER_SETS = (("h100-run3", "Hundred"), ("h100-run2", "HundredSecond"), ("h200-run1", "TwoHundredFirst"))
+CROSSOVER_SETS = (("h100-run3", "Hundred"), ("h100-run4", "HundredFourth"), ("h100-run2", "HundredSecond"),
+                  ("h200-run1", "TwoHundredFirst"))
 #: Rows: (model, workload) -> (macro letters, its name in the table; a star: a kind the calibration's
 #: reference models do not cover).
 TRANSFER_MODELS = {
@@ -106,10 +110,13 @@ def transfer_macros(frames: dict) -> list:
     """Per table column (:data:`TRANSFER_COLUMNS`): ``Transfer<col>Within`` (models within a median of 10%
     and a worst of 25%), ``...Entries``, ``...Median`` (the median of the models' median errors),
     ``...Worst`` (the largest error), ``...Inside`` (measurements inside the predicted interval, %) and
-    ``...HalfWidth`` (the interval's median half-width, %); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
+    ``...HalfWidth`` (the interval's median half-width, %), ``...Sitting`` and ``...SittingMedian`` (the
+    sitting's share of a miss and the median of medians without it,
+    :func:`~crossover.analysis.zoo_check.without_sitting`; a dash where the zoo was measured without the
+    reference models); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
     whose predicted crossover lies within x1.5 of the measured one, or neither crosses) of ``...Pairs``, and
     ``...WinnerRight`` of ``...Decided`` (points whose devices differ by more than 10%)."""
-    from ..analysis.zoo_check import crossover_table
+    from ..analysis.zoo_check import crossover_table, without_sitting
 
     errors = transfer_errors(frames)
     macros = []
@@ -134,6 +141,18 @@ def transfer_macros(frames: dict) -> list:
         else:
             macros += [Macro(f"Transfer{letters}Inside", DASH, f"{what}: no intervals"),
                        Macro(f"Transfer{letters}HalfWidth", DASH, f"{what}: no intervals")]
+        ratio = (frame.attrs.get("sitting_ratios") or {}).get(device) if frame is not None else None
+        if ratio is not None:
+            shifted = transfer_errors({set_name: without_sitting(frame, {device: ratio})})
+            shifted = shifted[shifted["device"] == device]
+            macros += [Macro(f"Transfer{letters}Sitting", format_number(ratio, 4),
+                             f"{what}: the calibration's reference steps measured in the zoo's rounds / the "
+                             f"calibration's own measurement (median)"),
+                       Macro(f"Transfer{letters}SittingMedian", format_number(float(np.median(shifted["median_pct"])), 2),
+                             f"{what}: median of the models' median |error| with the predictions scaled by it (%)")]
+        else:
+            macros += [Macro(f"Transfer{letters}Sitting", DASH, f"{what}: no reference steps in the zoo's rounds"),
+                       Macro(f"Transfer{letters}SittingMedian", DASH, f"{what}: no reference steps in the zoo's rounds")]
         macros += [Macro(f"Transfer{letters}Within", str(within) if len(sub) else DASH, f"{what}: models within target"),
                    Macro(f"Transfer{letters}Entries", str(len(sub)) if len(sub) else DASH, f"{what}: models"),
                    Macro(f"Transfer{letters}Median", format_number(float(np.median(sub["median_pct"])), 2)
