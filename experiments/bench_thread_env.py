@@ -21,6 +21,12 @@ the step's parallel regions, which a batch-1 step separates by serial ops:
 every op's threads, not MKL's alone.) On the 2-core VM at two threads the default and ``active`` read
 alike and ``passive`` 1.5-5 times slower (LeNet-5 at batch 1: 118, 116 and 368 µs).
 
+Beside each step, the step's convolution and pooling modules each timed alone on the input it had in
+the step (10th percentile of ``--steps`` calls, summed): the calibration's primitives are such lone
+calls, so a step far above its modules alone under the default and near them under ``active`` points at
+the threads' waiting; on the H100's fourth visit torch.profiler put LeNet-5's batch-1 convolutions at
+347 µs a call in the step, where the calibration's cells of their shape read 85-109 µs alone.
+
 Each variant runs in a process of its own (the environment is read when the runtimes start), with the
 allocator settled; per (model, workload, batch) it prints the 10th percentile of ``--steps`` steps in
 µs, variant by variant as each process ends, so a run stopped at a time limit keeps what it measured.
@@ -52,6 +58,7 @@ from crossover.measurement.allocator import settle_allocator
 from crossover.measurement.module_rounds import example_input, make_module_step
 from crossover.measurement.user_module import input_dtype
 settle_allocator()
+ALONE = (torch.nn.modules.conv._ConvNd, torch.nn.modules.pooling._MaxPoolNd, torch.nn.modules.pooling._AvgPoolNd)
 out = []
 for name, workload in {points!r}:
     module = importlib.import_module(name)
@@ -68,7 +75,28 @@ for name, workload in {points!r}:
             t = time.perf_counter()
             step()
             times.append(time.perf_counter() - t)
-        out.append(dict(model=name, workload=workload, batch=batch, p10_s=float(np.quantile(times, 0.1))))
+        # the step's convolutions and poolings alone, each repeated on the input it had in the step
+        captured, hooks = [], []
+        for layer in model.modules():
+            if isinstance(layer, ALONE):
+                hooks.append(layer.register_forward_hook(lambda m, args, out: captured.append((m, args))))
+        with torch.no_grad():
+            model(x)
+        for h in hooks:
+            h.remove()
+        alone_s = 0.0
+        with torch.no_grad():
+            for layer, args in captured:
+                for _ in range(5):
+                    layer(*args)
+                lone = []
+                for _ in range({steps}):
+                    t = time.perf_counter()
+                    layer(*args)
+                    lone.append(time.perf_counter() - t)
+                alone_s += float(np.quantile(lone, 0.1))
+        out.append(dict(model=name, workload=workload, batch=batch, p10_s=float(np.quantile(times, 0.1)),
+                        alone_s=alone_s, alone_modules=len(captured)))
 print(json.dumps(dict(threads=torch.get_num_threads(), points=out)))
 """
 
@@ -101,6 +129,7 @@ def main(argv=None) -> int:
     for variant in variants:
         result = run_variant(variant, points, batches, args.steps, args.zoo)
         cells = "  ".join(f"{p['model']}/{p['workload']} B{p['batch']}: {p['p10_s'] * 1e6:.0f}"
+                          + (f" (convs+pools alone {p['alone_s'] * 1e6:.0f})" if p.get("alone_modules") else "")
                           for p in result["points"])
         print(f"{variant:8s} ({result['threads']} threads, µs)  {cells}", flush=True)
     return 0
