@@ -22,7 +22,8 @@
 #   peaks.json      the devices' measured peaks
 #   step-profile.txt  the host CPU's MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8 timed
 #                   with the OpenMP threads as they are, spinning, bound, and half as many
-#                   (bench_thread_env.py), the same steps under torch.profiler, which ops open a parallel
+#                   (bench_thread_env.py), what each kind of parallel region pays after a serial gap
+#                   (bench_wake_kinds.py), the same steps under torch.profiler, which ops open a parallel
 #                   region at its thread count (bench_parallel_regions.py), then torch.profiler's kernels
 #                   and gaps of a few zoo steps on the GPU
 #   tests.log       the CUDA tests
@@ -107,6 +108,11 @@ fi
 # the default (torch's import alone takes seconds a process there); its torch.profiler tables put LeNet-5's
 # batch-1 convolutions at 347 µs a call (134 at batch 8) and the 1-D CNN's max_pool1d at 300.
 stage cpu-thread-env 40 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
+# What a parallel region of each kind (ATen's loop, MKL's product, oneDNN's convolution at LeNet-5's
+# batch-1 shapes) pays after a serial gap, at the host's threads with the default wait and spinning, and at
+# one thread (experiments/bench_wake_kinds.py: on the 2-core VM the extra was the same at one thread, so
+# not a wake there).
+stage cpu-wake-kinds 25 bash -c "$PY experiments/bench_wake_kinds.py --rounds 6; OMP_WAIT_POLICY=ACTIVE $PY experiments/bench_wake_kinds.py --rounds 6; $PY experiments/bench_wake_kinds.py --rounds 6 --threads 1"
 stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
@@ -128,7 +134,7 @@ if [ "$cuda" = 1 ]; then
 else
     skip step-profile "no CUDA on this machine"
 fi
-cat "$work/cpu-thread-env.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
+cat "$work/cpu-thread-env.log" "$work/cpu-wake-kinds.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
 
 {
     printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"
