@@ -58,6 +58,10 @@ def main(argv=None) -> int:
         ok = row.median_error <= TARGET_MEDIAN and row.worst_error <= TARGET_WORST
         print(f"| {row.model} | {row.workload} | {row.device} | {row.points} | {100 * row.median_error:.1f}% | "
               f"{100 * row.worst_error:.1f}% | {100 * row.bias:+.1f}% | {'met' if ok else 'missed'} |")
+    for device, rows in errors.groupby("device"):
+        met = int(((rows["median_error"] <= TARGET_MEDIAN) & (rows["worst_error"] <= TARGET_WORST)).sum())
+        print(f"{device}: median of the models' median errors {100 * rows['median_error'].median():.1f}%, "
+              f"{met} of {len(rows)} within target")
     ratios = sitting_ratios(read_reference_remeasures(args.zoo))
     if ratios:
         shifted = error_table(without_sitting(frame, ratios))
