@@ -322,5 +322,5 @@ def _absent_role_macros(role: str) -> list:
     if role.startswith("Cuda"):
         names += ["GpuName", "Driver", "Runtime"]
     if role == "CudaB":  # what the text quotes of the second GPU machine's fit and peaks
-        names += ["Model", "PerLayer", "Rate", "PeakTf", "PeakFlops", "PeakDram"]
+        names += ["Model", "HostScale", "DeviceScale", "PeakTf", "PeakFlops", "PeakDram"]
     return macros + [Macro(role + n, NA, f"{role}: absent from the results") for n in names]
