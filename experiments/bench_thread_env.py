@@ -25,7 +25,8 @@ Beside each step, the step's convolution and pooling modules each timed alone on
 the step (10th percentile of ``--steps`` calls, summed): the calibration's primitives are such lone
 calls, so a step far above its modules alone under the default and near them under ``active`` points at
 the threads' waiting; on the H100's fourth visit torch.profiler put LeNet-5's batch-1 convolutions at
-347 µs a call in the step, where the calibration's cells of their shape read 85-109 µs alone.
+347 µs a call in the step, where the calibration's batch-1 5×5 oneDNN cells (1→8 and 6→16 channels on
+16 and 32 pixels) read 80-109 µs alone.
 
 Each variant runs in a process of its own (the environment is read when the runtimes start), with the
 allocator settled; per (model, workload, batch) it prints the 10th percentile of ``--steps`` steps in
@@ -58,7 +59,8 @@ from crossover.measurement.allocator import settle_allocator
 from crossover.measurement.module_rounds import example_input, make_module_step
 from crossover.measurement.user_module import input_dtype
 settle_allocator()
-ALONE = (torch.nn.modules.conv._ConvNd, torch.nn.modules.pooling._MaxPoolNd, torch.nn.modules.pooling._AvgPoolNd)
+ALONE = (torch.nn.modules.conv._ConvNd, torch.nn.modules.pooling._MaxPoolNd, torch.nn.modules.pooling._AvgPoolNd,
+         torch.nn.modules.pooling._AdaptiveMaxPoolNd, torch.nn.modules.pooling._AdaptiveAvgPoolNd)
 out = []
 for name, workload in {points!r}:
     module = importlib.import_module(name)

@@ -70,7 +70,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 105 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
+    stage paired 100 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"
@@ -82,13 +82,12 @@ if [ "$cuda" = 1 ]; then
 else
     skip calibrate-cuda "no CUDA on this machine"
 fi
-stage calibrate-cpu 103 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
+stage calibrate-cpu 95 $PY -m crossover calibrate --device cpu --quick --out "$work/profiles/cpu"
 pack profiles.tgz profiles
 
 # The zoo: every model on each device, predicted from the profiles, then measured in one pool of shuffled
-# rounds per device (the devices' rounds in turn; measured model by model, the zoo's launch-bound GPU steps
-# moved up to 2.5x between visits where the calibration's reference forward steps moved 1.2x queued, 1.5x
-# synchronised).
+# rounds per device (the devices' rounds in turn), the calibration's reference models among them: within
+# the H100's fourth visit the zoo's process ran them 1.063x the calibration's time of them on the GPU.
 stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 
@@ -100,27 +99,27 @@ else
     skip cuda-tests "no CUDA on this machine"
 fi
 
-# The same slow batch-1 host steps (the MNIST training step, LeNet-5, the 1-D CNN: 0.5-1.1 ms at batch 1
-# against 0.3-0.5 at batch 8 at 16 threads on every H100 visit) in fresh processes with the OpenMP threads
+# The same slow batch-1 host steps (at 16 threads on the H100's third and fourth visits LeNet-5 took
+# 0.89-1.04 ms at batch 1 against 0.37-0.42 at batch 8, the MNIST training step 0.87-0.95 against 0.30-0.33) in fresh processes with the OpenMP threads
 # spinning between parallel regions, held on cores, and half as many (one a core where two hardware
 # threads share each: env.json's cpu_physical_cores) (experiments/bench_thread_env.py): whether the
 # threads' waiting is what they pay. Before the one-thread stages: the fourth visit's 13 s measured only
 # the default (torch's import alone takes seconds a process there); its torch.profiler tables put LeNet-5's
 # batch-1 convolutions at 347 µs a call (134 at batch 8) and the 1-D CNN's max_pool1d at 300.
-stage cpu-thread-env 40 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
+stage cpu-thread-env 35 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
 # What a parallel region of each kind (ATen's loop, MKL's product, oneDNN's convolution at LeNet-5's
 # batch-1 shapes) pays after a serial gap, at the host's threads with the default wait and spinning, and at
 # one thread (experiments/bench_wake_kinds.py: on the 2-core VM the extra was the same at one thread, so
 # not a wake there).
-stage cpu-wake-kinds 25 bash -c "$PY experiments/bench_wake_kinds.py --rounds 6; OMP_WAIT_POLICY=ACTIVE $PY experiments/bench_wake_kinds.py --rounds 6; $PY experiments/bench_wake_kinds.py --rounds 6 --threads 1"
+stage cpu-wake-kinds 20 bash -c '"$0" experiments/bench_wake_kinds.py --rounds 6; OMP_WAIT_POLICY=ACTIVE "$0" experiments/bench_wake_kinds.py --rounds 6; "$0" experiments/bench_wake_kinds.py --rounds 6 --threads 1' "$PY"
 stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
 # The host CPU at one thread: a quick calibration and the zoo's CPU side, so that a thread-aware CPU cost
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads). Cut to
 # what the deadline leaves: a calibration stopped between rounds builds its profile from those it has.
-stage calibrate-cpu-1t 100 $PY -m crossover calibrate --device cpu --quick --rounds 6 --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 35 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
+stage calibrate-cpu-1t 75 $PY -m crossover calibrate --device cpu --quick --rounds 6 --threads 1 --out "$work/profiles-1t/cpu"
+stage zoo-cpu-1t 30 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 

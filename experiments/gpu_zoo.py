@@ -160,11 +160,11 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
     after every round (so a run stopped part way keeps its whole rounds, on every device); returns ``rows``.
 
     Measured model by model, one model's rounds lasted a few seconds, and a launch-bound GPU step landed
-    in whatever state the host was in for them: the zoo's steps moved up to 2.5x between visits to one
-    machine kind (the MNIST MLP's forward pass 70-155 µs on three H100 visits), where the calibration's
-    reference forward steps, measured among its primitives over a minute, moved at most 1.2x queued and
-    1.5x synchronised (``crossover.analysis.visit_spread``; the reference MLP's synchronised forward
-    step 1.1x). In one pool every model sees the same states as every other, and as the calibration does."""
+    in whatever state the host was in for them: on the H100's third visit the MNIST MLP's forward pass
+    took 155 µs where the same visit's calibration read its reference MLP, with more ops of the same
+    kinds, at 72 (``crossover.analysis.visit_spread``). In one pool every model sees the same states as
+    every other, and as the calibration does; the fourth visit, measured so, ran the reference steps 1.063x
+    the calibration's time of them on the GPU (``experiments/zoo_check.py --set h100-run4``)."""
     import torch
 
     import crossover

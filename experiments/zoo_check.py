@@ -62,12 +62,13 @@ def main(argv=None) -> int:
         met = int(((rows["median_error"] <= TARGET_MEDIAN) & (rows["worst_error"] <= TARGET_WORST)).sum())
         print(f"{device}: median of the models' median errors {100 * rows['median_error'].median():.1f}%, "
               f"{met} of {len(rows)} within target")
-    ratios = sitting_ratios(read_reference_remeasures(args.zoo))
+    ratios = sitting_ratios(read_reference_remeasures(args.zoo, args.profiles))
     if ratios:
         shifted = error_table(without_sitting(frame, ratios))
         print("\nThe calibration's reference steps measured again in this sitting ran "
               + ", ".join(f"x{r:.3f} on {d}" for d, r in ratios.items())
-              + " (median of measured / calibration's own): the sitting's share of a miss. The errors with "
+              + " (median of measured / what the given profiles' calibration measured of them): the sitting's "
+              "share of a miss. The errors with "
               "each device's predictions scaled by it (a diagnostic, not a prediction):\n")
         print("| model | workload | device | median error | worst error | bias |")
         print("| --- | --- | --- | --- | --- | --- |")

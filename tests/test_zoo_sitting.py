@@ -40,3 +40,20 @@ def test_taking_the_sitting_out_scales_each_devices_predictions(tmp_path):
     assert after.loc["cuda", "median_error"] == pytest.approx(0, abs=1e-12)  # all of the GPU's miss was the sitting
     assert after.loc["cpu", "median_error"] == before.loc["cpu", "median_error"] == 0  # no ratio: unchanged
     assert sitting_ratios(read_reference_remeasures(tmp_path)) == {}  # no references: nothing to take out
+
+
+def test_the_ratio_is_against_the_profiles_given_and_skips_unusable_times(tmp_path):
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    # the file records its own visit's calibration (1e-4); another visit's profile measured the step at 2e-4
+    _write(zoo, "reference_mlp", "reference:mlp", "cuda", [(1, 1.5e-4), (256, 3e-4)], {1: 1e-4, 256: float("nan")})
+    other = tmp_path / "other_cuda"
+    other.mkdir()
+    (other / "profile.json").write_text(json.dumps(dict(device="cuda", reference_models=[
+        dict(model="mlp", workload="forward", batch_size=1, measured_s=2e-4)])))
+    own = read_reference_remeasures(zoo)
+    assert own[["batch_size", "calibration_s"]].values.tolist() == [[1, 1e-4]]  # the NaN time is left out
+    assert sitting_ratios(own) == pytest.approx({"cuda": 1.5})
+    given = read_reference_remeasures(zoo, [other])
+    assert given[["batch_size", "calibration_s"]].values.tolist() == [[1, 2e-4]]  # batch 256: not in that profile
+    assert sitting_ratios(given) == pytest.approx({"cuda": 0.75})

@@ -85,13 +85,15 @@ def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") ->
 def sitting_ratios(references: pd.DataFrame) -> dict:
     """Per device, the median of ``measured_s / calibration_s`` over the calibration's reference steps
     measured again in the zoo's sitting (:func:`~crossover.analysis.zoo_runs.read_reference_remeasures`):
-    how much slower (above 1) the sitting ran the very steps the profile was fitted to. A prediction from
-    that profile misses the zoo by this share before any modelling error.
+    how much slower (above 1) the sitting ran the very steps the profile was fitted to, pooled over the
+    reference models, their workloads and batch sizes. A prediction from that profile misses the zoo by
+    this share before any modelling error.
     """
     if references.empty:
         return {}
     ratio = references["measured_s"] / references["calibration_s"]
-    return {str(d): float(r.median()) for d, r in ratio.groupby(references["device"])}
+    ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+    return {str(d): float(r.median()) for d, r in ratio.groupby(references.loc[ratio.index, "device"])}
 
 
 def without_sitting(frame: pd.DataFrame, ratios: dict) -> pd.DataFrame:

@@ -93,24 +93,40 @@ def read_measurements(folder: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def read_reference_remeasures(folder: Path) -> pd.DataFrame:
+def read_reference_remeasures(folder: Path, profiles: Optional[Sequence] = None) -> pd.DataFrame:
     """The calibration's reference models measured again beside the zoo (``gpu_zoo.py --references``), one
     row per point: ``model`` (``reference_<name>``), ``workload``, ``device``, ``batch_size``, ``measured_s``
-    (this sitting's 10th percentile) and ``calibration_s`` (what the calibration measured of the same step,
-    as the file records it). Empty where the folder has none."""
+    (this sitting's 10th percentile) and ``calibration_s``: what the calibration in ``profiles`` (profile
+    folders; their ``reference_models``) measured of the same step, or, without ``profiles``, what the file
+    records of the calibration the zoo was measured beside. Points without a finite, positive calibration
+    time are left out. Empty where the folder has no reference models."""
+    import math
+
+    known_by_device = None
+    if profiles is not None:
+        known_by_device = {}
+        for profile_dir in profiles:
+            saved = json.loads((Path(profile_dir) / "profile.json").read_text())
+            known_by_device.setdefault(saved["device"], {}).update(
+                {(f"reference_{r['model']}", r["workload"], int(r["batch_size"])): r["measured_s"]
+                 for r in saved.get("reference_models", [])})
     rows = []
     for path in sorted(Path(folder).glob("measure-*.json")):
         data = json.loads(path.read_text())
         if not str(data["model"]).startswith(REFERENCE_PREFIX):
             continue
-        known = data.get("calibration_measured_s") or {}
+        name = "reference_" + str(data["model"])[len(REFERENCE_PREFIX):]
+        recorded = data.get("calibration_measured_s") or {}
         for point in data["points"]:
-            calibration_s = known.get(str(int(point["batch_size"])))
-            if calibration_s:
-                rows.append(dict(model="reference_" + str(data["model"])[len(REFERENCE_PREFIX):],
-                                 workload=data["workload"], device=data["device"],
-                                 batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
-                                 calibration_s=float(calibration_s)))
+            batch = int(point["batch_size"])
+            if known_by_device is None:
+                calibration_s = recorded.get(str(batch))
+            else:
+                calibration_s = known_by_device.get(data["device"], {}).get((name, data["workload"], batch))
+            if calibration_s is None or not math.isfinite(float(calibration_s)) or float(calibration_s) <= 0:
+                continue
+            rows.append(dict(model=name, workload=data["workload"], device=data["device"], batch_size=batch,
+                             measured_s=float(point["latency_s"]), calibration_s=float(calibration_s)))
     return pd.DataFrame(rows, columns=["model", "workload", "device", "batch_size", "measured_s", "calibration_s"])
 
 
@@ -174,5 +190,5 @@ def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> p
 
     frame = predict_measurements(read_measurements(zoo_set.zoo), zoo_set.profiles, models_dir)
     frame.attrs["label"] = zoo_set.label
-    frame.attrs["sitting_ratios"] = sitting_ratios(read_reference_remeasures(zoo_set.zoo))
+    frame.attrs["sitting_ratios"] = sitting_ratios(read_reference_remeasures(zoo_set.zoo, zoo_set.profiles))
     return frame
