@@ -10,6 +10,16 @@ ROOT = Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+def load_experiment(name: str):
+    """The script ``experiments/<name>.py`` loaded as a module (the experiments are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_cli(*args, env=None, timeout=300):
     """Run ``python -m crossover ARGS`` in a subprocess; return the CompletedProcess."""
     import subprocess

@@ -2,22 +2,16 @@
 reference models among them beside the calibration's own measurement of them (whether a zoo model's miss
 is the model's or the process's), each model's file rewritten after every round."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from conftest import load_experiment
 
 from crossover.opcost.profiles import synthetic_profile, write_profile
 
-_PATH = Path(__file__).resolve().parents[1] / "experiments" / "gpu_zoo.py"
-
 
 def _gpu_zoo():
-    spec = importlib.util.spec_from_file_location("gpu_zoo", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("gpu_zoo")
 
 
 def _profiles(tmp_path):

@@ -1,20 +1,10 @@
 """The what-if's count of cold ops: an op whose previous op of the same name ended long enough before."""
 
-import importlib.util
-from pathlib import Path
-
-_PATH = Path(__file__).resolve().parents[1] / "experiments" / "whatif_cold_ops.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("whatif_cold_ops", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_experiment
 
 
 def test_cold_ops_are_counted_by_the_work_since_their_name_last_ran():
-    cold_counts = _module().cold_counts
+    cold_counts = load_experiment("whatif_cold_ops").cold_counts
     us = 1e-6
     # conv 100 µs, relu 2 µs, conv 100 µs, relu 2 µs: each relu ran 100 µs of conv after the other (cold at
     # 30 µs, cold at 100), each conv 2 µs of relu after the other (warm); the first ones look back a step
