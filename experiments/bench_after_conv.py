@@ -9,8 +9,8 @@ convolution takes 1.2-2.4 times its lone cost (``bench_module_times.py``), and o
 thread a batch norm on a fixed 128 KiB tensor took some 30 µs more right after the CNN's depthwise
 convolution than alone, as did a multiply: the follower pays whatever it reads. The producers are the
 depthwise CNN's own (its stem, a depthwise and a pointwise convolution at batch 8), a dense 3×3
-convolution, a convolution on PyTorch's native path (one image), a matrix product (MKL) and an
-elementwise multiply; the followers a ReLU over 4096 elements, four of them, and the CNN's eval batch
+convolution, a convolution on PyTorch's native path (one image), a matrix product (MKL), an
+elementwise multiply and plain copies of 128 KiB-4 MiB (what the bytes alone do); the followers a ReLU over 4096 elements, four of them, and the CNN's eval batch
 norm over 128 KiB. Each (producer, follower) pair, each producer and each follower alone is a visit of
 40 calls (per-call median) in shuffled rounds, one process, the allocator settled; the table gives the
 median over rounds of ``pair - producer - follower``. Run it on a quiet machine.
@@ -22,7 +22,12 @@ ones, whose data are small; 15-26 µs at two threads. A ReLU over 16 KiB paid 8-
 oneDNN convolutions at one thread, 4-16 at two, 2-5 after the rest: an op costs more once work before it
 has moved its data and code out of the private caches, which the calibration's primitives, each repeated
 back to back, never see (``bench_wake_kinds.py``: an op after 100 µs of other work pays 5-9 µs at one
-thread).
+thread). The plain copies say what triggers it (``bench_after_conv_copies_t{1,2}.log``): at one thread the
+batch norm paid nothing after a copy of 128 KiB, 12 µs after 512 KiB, and 55-71 µs after 1-4 MiB (2-8 MiB
+moved, from the 2 MiB a core's private cache holds); at two threads nothing up to 512 KiB, 4 µs after
+1 MiB and 49-57 µs after 2-4 MiB: the threshold moves with the private caches the op's threads hold.
+The ReLU over 16 KiB paid 15-31 µs past it, far more than reading 16 KiB back: the op's code and the
+dispatcher's, not only its data, come back from the shared cache.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ import random
 import statistics
 import sys
 import time
+
+
+#: Sizes of the plain copies among the producers (KiB read, as many written): around a private cache.
+COPY_KIB = (128, 512, 1024, 2048, 4096)
 
 
 def producers_and_followers() -> tuple:
@@ -59,6 +68,9 @@ def producers_and_followers() -> tuple:
                  "native 16->16 3x3, 1 image": lambda: native(x_native),
                  "matmul 64x256x256 (MKL)": lambda: a @ b,
                  "mul 512 KiB": lambda: m1 * m2}
+    for kib in COPY_KIB:  # a plain stream of that many bytes read and as many written: the bytes alone
+        source, target = torch.randn(kib * 256), torch.empty(kib * 256)
+        producers[f"copy {kib} KiB"] = (lambda s, t: lambda: t.copy_(s))(source, target)
     followers = {"relu 4096": lambda: torch.relu(small),
                  "4 x relu 4096": lambda: [torch.relu(small) for _ in range(4)],
                  "batch norm 128 KiB": lambda: norm(x_dw_out)}
