@@ -26,7 +26,7 @@ thread). The plain copies say what triggers it (``bench_after_conv_copies_t{1,2}
 batch norm paid nothing after a copy of 128 KiB, 12 µs after 512 KiB, and 55-71 µs after 1-4 MiB (2-8 MiB
 moved, from the 2 MiB a core's private cache holds); at two threads nothing up to 512 KiB, 4 µs after
 1 MiB and 49-57 µs after 2-4 MiB: the threshold moves with the private caches the op's threads hold.
-The ReLU over 16 KiB paid 15-31 µs past it, far more than reading 16 KiB back: the op's code and the
+The ReLU over 16 KiB paid 15-31 µs past it at one thread (-5 and +19 µs at two), far more than reading 16 KiB back: the op's code and the
 dispatcher's, not only its data, come back from the shared cache.
 """
 
