@@ -34,9 +34,8 @@ BYTE_EXTRAS_S = (5e-6, 10e-6, 20e-6)
 
 def cold_counts(durations: list, gaps_s=GAPS_S) -> dict:
     """``{gap: ops whose previous same-name op ended at least gap earlier}`` for a step's ``(name, s)``
-    ops in order, steps back to back (an op's first occurrence looks back into the step before; pure).
-    With ``(name, s, bytes)`` ops, pass the amounts as ``gaps_s`` and the third field is summed instead:
-    :func:`cold_counts_by_bytes`."""
+    ops in order (more fields are ignored), steps back to back (an op's first occurrence looks back into
+    the step before; pure). :func:`cold_counts_by_bytes` counts by the bytes in between instead."""
     return _cold(durations, gaps_s, 1)
 
 
@@ -107,7 +106,7 @@ def main(argv=None) -> int:
         key = (r.model, r.workload, int(r.batch_size))
         if key not in steps:
             ops = step_ops(profile, args.zoo / f"{r.model}.py", r.workload, int(r.batch_size))
-            steps[key] = (len(ops), cold_counts([op[:2] for op in ops]),
+            steps[key] = (len(ops), cold_counts(ops),
                           cold_counts_by_bytes(ops, [share * cache for share in CACHE_SHARES]))
         n_ops, cold, cold_bytes = steps[key]
         row = dict(model=r.model, workload=r.workload, ops=n_ops, now=r.predicted_s / r.measured_s - 1)

@@ -15,9 +15,11 @@ parallel op whose serial gap since the last parallel one reaches ``wake_after_s`
 Which ops open a region (:func:`opens_parallel_region`) was read off torch 2.13's CPU build (MKL 2024.2,
 GNU OpenMP) on the 2-core VM at two threads, each op timed after a 30 µs gap with its threads spinning
 and with them asleep, where a parallel op paid tens of microseconds more (``experiments/bench_parallel_regions.py``,
-its log). With the runtime's default spin the VM's threads
+its log). With the runtime's default spin the AMD VM's threads
 slept only after 1-3 ms of serial work (the wake primitive read nothing below 1 ms), so no zoo step
-there pays; on the 16-core hosts of the GPU machines some batch-1 steps run 3-5 times slower at 16
+there pays. On the Intel VM an op pays 5-15 µs after 100-300 µs of other work at one thread as at two,
+where nothing sleeps (``experiments/bench_wake_kinds.py``): there the primitive reads the calling
+thread's own state, and this term charges it to parallel ops only; on the 16-core hosts of the GPU machines some batch-1 steps run 3-5 times slower at 16
 threads than at one (LeNet-5, the MNIST MLP's training step), which this term is there to show or rule
 out when their calibration measures it.
 """
