@@ -51,3 +51,74 @@ def test_a_row_is_costed_between_the_curves_by_its_length(length, expected):
     assert op_cost(profile, softmax).host_s == pytest.approx(expected * 1e-6, rel=1e-6)
     long_only = dataclasses.replace(base, curves={**base.curves, "reduction": flat(2e-6)})
     assert op_cost(long_only, softmax).host_s == pytest.approx(2e-6, rel=1e-6)  # no short curve: as before
+
+
+# Rows shorter than one vector of floats (short_rows' sub-vector primitives).
+
+from crossover.opcost.calibrate import build_profile  # noqa: E402
+from crossover.opcost.short_rows import (SUBVECTOR_BACKWARD, SUBVECTOR_FORWARD, subvector_family,  # noqa: E402
+                                         subvector_row, vector_floats)
+
+
+def test_the_vector_holds_16_floats_on_avx512_and_8_elsewhere():
+    assert vector_floats("AVX512") == 16 and vector_floats("AVX512_BF16") == 16
+    assert vector_floats("AVX2") == 8 and vector_floats("DEFAULT") == 8
+    assert vector_floats() in (8, 16)  # this machine's
+    assert subvector_row(16) == 10 and subvector_row(8) == 5 and subvector_row(16) < 16
+
+
+def test_the_plan_times_softmax_rows_below_the_vector_forward_and_backward_and_their_steps_run():
+    lanes = vector_floats()
+    below = [p for p in points(PLANS["quick"]) if p.family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD)]
+    assert {(p.family, p.name) for p in below} == {(SUBVECTOR_FORWARD, "softmax"), (SUBVECTOR_FORWARD, "log_softmax"),
+                                                   (SUBVECTOR_BACKWARD, "softmax_backward")}
+    assert all(p.k == lanes and p.shape[-1] == subvector_row(lanes) < lanes for p in below)
+    assert all(p.x == (8 if p.family == SUBVECTOR_FORWARD else 12) * p.shape[0] * p.shape[1] for p in below)
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD)]
+    for point in below[:3]:
+        assert tuple(make_step(point, "cpu")().shape) == point.shape
+
+
+class _Classifier(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.linear = nn.Linear(8, classes)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def _softmax_rows(classes, workload="train"):
+    table, _ = trace_step(_Classifier(classes), (8,), 64, workload)
+    return [r for r in table.to_dict("records") if "softmax" in r["op"]]
+
+
+@pytest.mark.parametrize("classes, lanes, below", [(10, 16, True), (15, 16, True), (16, 16, False), (10, 8, False),
+                                                   (5, 8, True), (10, 0, False)])
+def test_a_softmax_row_below_the_vector_is_costed_on_its_own_curves(classes, lanes, below):
+    forward, backward = _softmax_rows(classes)  # cross-entropy's log-softmax and its backward
+    assert "_log_softmax_backward_data" in backward["op"]
+    assert subvector_family(forward, lanes) == (SUBVECTOR_FORWARD if below else "")
+    assert subvector_family(backward, lanes) == (SUBVECTOR_BACKWARD if below else "")
+    base = synthetic_profile("cpu")
+    flat = lambda seconds: Curve((1.0, 1e12), (seconds, seconds))  # noqa: E731
+    curves = {**base.curves, "reduction": flat(2e-6), SUBVECTOR_FORWARD: flat(30e-6), SUBVECTOR_BACKWARD: flat(12e-6)}
+    profile = dataclasses.replace(base, curves=curves, meta=dict(base.meta, vector_floats=lanes))
+    assert op_cost(profile, forward).host_s == pytest.approx(30e-6 if below else 2e-6)
+    assert op_cost(profile, backward).host_s == pytest.approx(12e-6 if below else 2e-6)
+
+
+def test_a_calibration_records_the_vector_and_its_softmax_curves():
+    """The profile built from sub-vector rows: curves of the seconds timed against the bytes, and the
+    vector's floats the points were planned for; a calibration without them records none."""
+    from calibration_rows import overhead_rows, row
+
+    rows = overhead_rows()
+    rows += [row(name, n * rate, family=family, n=n, k=16, x=per * n)
+             for n in (2**10, 2**16) for name, family, rate, per in
+             (("softmax", SUBVECTOR_FORWARD, 14e-9, 8.0), ("softmax_backward", SUBVECTOR_BACKWARD, 6e-9, 12.0))]
+    profile = build_profile(rows, device="cpu", machine="m", threads=1)
+    assert profile.meta["vector_floats"] == 16
+    assert profile.curves[SUBVECTOR_FORWARD](8.0 * 4096) == pytest.approx(4096 * 14e-9, rel=1e-6)
+    assert profile.curves[SUBVECTOR_BACKWARD](12.0 * 4096) == pytest.approx(4096 * 6e-9, rel=1e-6)
+    assert "vector_floats" not in build_profile(overhead_rows(), device="cpu", machine="m").meta

@@ -29,15 +29,14 @@ a training step's autograd and optimizer host work costs than in the tight loops
 the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
 ``conv_forward_extra`` (a convolution between other ops against the same one repeated alone: LeNet-5's
 run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
-memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives
-leave unexplained on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on a GPU only the host terms);
-``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error (:mod:`.composition`).
+memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives leave
+unexplained on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on
+a GPU only the host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
 
 On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
-queued calls do not show: the reference models are also timed synchronised (``model_sync``) and the
-composition is fitted on those, and ``step_sync_s`` is one tiny kernel launched and waited for
-(``launch_sync``) less its dispatch. The drift reference on a GPU is a 2048³ product, long enough to
-read the device rather than the host's launch jitter. cuDNN's fused GRU is timed whole (``rnn``).
+queued calls do not show: the reference models are also timed synchronised (``model_sync``), the composition
+fitted on those; ``step_sync_s`` is a tiny kernel launched and waited for (``launch_sync``) less its dispatch.
+The GPU's drift reference, a 2048³ product, reads the device, not host jitter. cuDNN's GRU is timed whole (``rnn``).
 """
 
 from __future__ import annotations
@@ -61,6 +60,7 @@ from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .reuse import REUSE, fit_reuse
+from .short_rows import calibrated_lanes
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
@@ -162,8 +162,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
                          device_times_s=raw_times_to_text(visit["device_times_s"])))
     cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
     done = 1 + max((visit["round"] for visit in visits), default=-1)
-    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache,
-                          done)
+    return CalibrationRun(device, plan, seed, rows, extra, threads_used, llc, time.perf_counter() - start, cache, done)
 
 
 def save_calibration(out_dir, run: CalibrationRun, *, machine: Optional[str] = None) -> Profile:
@@ -482,7 +481,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
     spread["view"] = spread.get("overhead", 0.0)
     checks = [s / hot(int(r["m"]), int(r["k"]) * int(r["n"])) - 1 for s, _, r in families.get("matmul_check", [])]
-    extra = dict(meta or {}, drifted_rounds=sorted(drifted), **({"conv_kn": BLOCKED_KN} if device == "cpu" else {}))
+    extra = dict(meta or {}, drifted_rounds=sorted(drifted), **calibrated_lanes(families),  # softmax's vector floats
+                 **({"conv_kn": BLOCKED_KN} if device == "cpu" else {}))
     if checks:
         extra["matmul_check_error_rel"] = {"median": float(np.median(np.abs(checks))),
                                            "worst": float(np.max(np.abs(checks)))}

@@ -27,7 +27,8 @@ from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, backward_points, backward_step
 from .batched_products import BATCHED, batched_points, batched_step
-from .short_rows import LONG_ROW, SHORT_ROWS, row_op_bytes, short_row_points, short_row_step
+from .short_rows import (LONG_ROW, SHORT_ROWS, SUBVECTOR_BACKWARD, SUBVECTOR_FORWARD, row_op_bytes, short_row_points,
+                         short_row_step, subvector_points, subvector_step, vector_floats)
 from .fused_layers import FUSED, fused_points, fused_step
 from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
                               conv_step)
@@ -185,7 +186,8 @@ def output_bytes(family: str, name: str, n: int = 0, shape=()) -> float:
     calibration takes the page faults of outputs of 32 MiB or more
     (:data:`crossover.opcost.op_costs.FRESH_MIN_BYTES`) back out of its times, since a prediction adds them
     for the model's own fresh outputs."""
-    if family in ("elementwise", "copy", "reduction", "pool", "pool_backward", SHORT_ROWS):
+    if family in ("elementwise", "copy", "reduction", "pool", "pool_backward", SHORT_ROWS, SUBVECTOR_FORWARD,
+                  SUBVECTOR_BACKWARD):
         return 4.0 * {"sum": _ROW, "max_pool2d": 2 * (n // 4)}.get(name, n)  # max_pool2d: its int64 indices
     if family in ("pool1d", "conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # half the input, or as large
         return 4.0 * math.prod(shape) / (2 if family == "pool1d" else 1)
@@ -259,6 +261,9 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
     if device == "cpu" and "softmax" in plan.reduction_ops:  # softmax and layer norm over rows of 16 too
         out += [Point(family, name, n=n, x=x, shape=shape)
                 for family, name, n, x, shape in short_row_points(plan.sizes)]
+        lanes = vector_floats()  # and over rows shorter than a vector, the vector's floats in k
+        out += [Point(family, name, k=lanes, n=n, x=x, shape=shape)
+                for family, name, n, x, shape in subvector_points(plan.sizes, lanes)]
     out += [Point(family, name, m=m, x=x, shape=shape) for family, name, m, x, shape in conv_points(plan, device)]
     for b, h, s, d in plan.attention_shapes:
         q = (b, h, s, d)
@@ -440,6 +445,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return backward_step(point.shape, device)
     if point.family == SHORT_ROWS:
         return short_row_step(point.name, point.shape, device)
+    if point.family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD):
+        return subvector_step(point.name, point.shape, device)
     if point.family in (BATCHED, FUSED):
         return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
     if point.family == WAKE:

@@ -54,7 +54,7 @@ from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_poi
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
-from .short_rows import SHORT_ROWS, over_row_length
+from .short_rows import SHORT_ROWS, over_row_length, subvector_family
 from .streaming import in_stream
 from .trace import op_name, row_args, row_element_size
 
@@ -457,6 +457,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         seconds = over_plane_length(row, seconds, _curve_time(profile, short, row, name, cold), family)
     if family == "reduction" and seconds is not None and SHORT_ROWS in profile.curves:  # a softmax's short rows
         seconds = over_row_length(row, seconds, _curve_time(profile, SHORT_ROWS, row, name, cold))
+    below_vector = subvector_family(row, int(profile.meta.get("vector_floats") or 0)) if family == "reduction" else ""
+    if below_vector in profile.curves:  # a softmax over rows shorter than a vector: element by element
+        seconds = _curve_time(profile, below_vector, row, name, cold)
     if seconds is None:
         seconds = _generic(profile, row)
         warning = (f"no calibration covers {row.get('op', name)} (kind {row.get('kind', 'other')}): predicted from "

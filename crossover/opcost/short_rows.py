@@ -9,6 +9,17 @@ against 82 µs from that curve, its layer norm over 8192 rows of 64 270 µs agai
 The calibration times both ops over rows of 16 (family :data:`SHORT_ROWS`, its own curve of seconds
 against the bytes the trace counts); a row is costed between the two curves, geometrically by where its
 row length lies between 16 and 256 in log scale (:func:`over_row_length`), held at the nearer outside.
+
+Rows shorter than one vector register of floats are another regime. ATen's vectorised softmax kernels run
+them element by element: on the Intel VM (AVX-512: 16 floats) at one thread a log-softmax over 1024 rows of
+10, a classifier's ten classes, took 141 µs against 13 over rows of 16, 13.8 ns an element at every length
+from 8 to 15, its backward 6.3 (``experiments/bench_row_length.py``, its logs in
+``experiments/results/intel-xeon-2c/logs``). A training step's cross-entropy over ten classes pays both.
+The calibration times softmax, log-softmax and the softmax's backward over rows of :func:`subvector_row`
+(10 where a vector holds 16 floats), each a curve of seconds against the bytes the trace counts
+(families :data:`SUBVECTOR_FORWARD`, :data:`SUBVECTOR_BACKWARD`; the vector's floats in each point's ``k``),
+and a softmax row shorter than the vector is costed on them (:func:`subvector_family`). Rows are taken
+over the last dimension, as the trace records no ``dim``.
 """
 
 from __future__ import annotations
@@ -16,8 +27,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping
 
-__all__ = ["SHORT_ROWS", "SHORT_ROW", "LONG_ROW", "ROW_OPS", "short_row_points", "short_row_step", "row_length",
-           "over_row_length", "row_op_bytes"]
+__all__ = ["SHORT_ROWS", "SHORT_ROW", "LONG_ROW", "ROW_OPS", "calibrated_lanes", "short_row_points", "short_row_step", "row_length",
+           "over_row_length", "row_op_bytes", "SUBVECTOR_FORWARD", "SUBVECTOR_BACKWARD", "SUBVECTOR_OPS",
+           "vector_floats", "subvector_row", "subvector_points", "subvector_step", "subvector_family"]
 
 #: The family of the short-row primitives (CPU only), and its rows' length; the plan's other row-wise
 #: primitives (``reduction``: sum, softmax, layer norm) have rows of :data:`LONG_ROW`, the one home of
@@ -71,7 +83,7 @@ def row_length(row: Mapping) -> int:
 
     name = op_name(row.get("op", ""))
     shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
-    if name not in ROW_OPS or not shapes or not shapes[0]:
+    if name not in ROW_OPS + tuple(SUBVECTOR_OPS) or not shapes or not shapes[0]:
         return 0
     if name == "native_layer_norm" and len(shapes) > 1 and shapes[1]:
         return math.prod(shapes[1])
@@ -88,3 +100,79 @@ def over_row_length(row: Mapping, long_s: float, short_s: float) -> float:
     if length <= 0 or long_s <= 0 or short_s <= 0:
         return long_s
     return log_between(length, SHORT_ROW, LONG_ROW, short_s, long_s)
+
+
+#: The families of the sub-vector row primitives (CPU only): softmax and log-softmax forward, and the
+#: softmax's backward (the log-softmax's backward costs the same: ``bench_row_length.py``).
+SUBVECTOR_FORWARD = "rows_subvector"
+SUBVECTOR_BACKWARD = "rows_subvector_backward"
+#: The trace's softmax ops -> the sub-vector family that costs their rows below the vector's floats.
+SUBVECTOR_OPS = {"_softmax": SUBVECTOR_FORWARD, "_log_softmax": SUBVECTOR_FORWARD,
+                 "_softmax_backward_data": SUBVECTOR_BACKWARD, "_log_softmax_backward_data": SUBVECTOR_BACKWARD}
+#: The most elements a sub-vector primitive is timed over (about 1 ms at one thread on the VM); past it
+#: the curve runs on at its last rate.
+SUBVECTOR_MAX_ELEMENTS = 2**16
+
+
+def vector_floats(capability: str = "") -> int:
+    """Floats in one of ATen's CPU vectors for a ``torch.backends.cpu.get_cpu_capability()`` string (this
+    machine's when empty): 16 for AVX-512, 8 otherwise (AVX2 and ATen's default 256-bit vector)."""
+    if not capability:
+        import torch
+
+        capability = torch.backends.cpu.get_cpu_capability()
+    return 16 if capability.upper().startswith("AVX512") else 8
+
+
+def subvector_row(lanes: int) -> int:
+    """The row length the sub-vector primitives are timed at: five eighths of the vector (10 of 16, 5 of
+    8), inside the regime (a softmax's cost per element is flat from half the vector to one short of it)."""
+    return max(2, lanes * 5 // 8)
+
+
+def subvector_points(sizes, lanes: int) -> list:
+    """``(family, name, n, x, shape)`` of each sub-vector primitive at each element count of ``sizes`` up
+    to :data:`SUBVECTOR_MAX_ELEMENTS`: ``x`` the bytes the trace counts (input and output forward; the
+    gradient, the output and the input's gradient backward), ``shape`` (rows, :func:`subvector_row`)."""
+    row = subvector_row(lanes)
+    out = []
+    for n in (n for n in sizes if n <= SUBVECTOR_MAX_ELEMENTS):
+        shape = (max(n // row, 1), row)
+        elements = shape[0] * row
+        out += [(SUBVECTOR_FORWARD, name, elements, 8.0 * elements, shape) for name in ("softmax", "log_softmax")]
+        out.append((SUBVECTOR_BACKWARD, "softmax_backward", elements, 12.0 * elements, shape))
+    return out
+
+
+def subvector_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """One call of the sub-vector primitive ``name`` over a ``shape`` tensor's last dimension."""
+    import torch
+
+    a = torch.randn(shape, device=device)
+    if name == "softmax":
+        return lambda: torch.softmax(a, -1)
+    if name == "log_softmax":
+        return lambda: torch.log_softmax(a, -1)
+    if name == "softmax_backward":
+        grad, out = torch.randn(shape, device=device), torch.softmax(a, -1)
+        return lambda: torch.ops.aten._softmax_backward_data(grad, out, len(shape) - 1, a.dtype)
+    raise ValueError(f"unknown sub-vector primitive {name!r}")
+
+
+def subvector_family(row: Mapping, lanes: int) -> str:
+    """The sub-vector family that costs a softmax row (forward or backward) whose rows are shorter than
+    ``lanes`` floats; "" for other rows, longer rows, or ``lanes`` 0 (a profile without the primitives)."""
+    from .trace import op_name
+
+    family = SUBVECTOR_OPS.get(op_name(row.get("op", "")), "")
+    if not family or lanes <= 0:
+        return ""
+    length = row_length(row)
+    return family if 0 < length < lanes else ""
+
+
+def calibrated_lanes(families: Mapping) -> dict:
+    """``{"vector_floats": n}`` from a calibration's sub-vector primitives (their points' ``k``), for a
+    profile's ``meta``; empty when it has none (a calibration from before them, or a GPU's)."""
+    lanes = {int(row["k"]) for family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD) for _, _, row in families.get(family, [])}
+    return {"vector_floats": max(lanes)} if lanes else {}
