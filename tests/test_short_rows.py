@@ -74,6 +74,7 @@ def test_the_plan_times_softmax_rows_below_the_vector_forward_and_backward_and_t
                                                    (SUBVECTOR_BACKWARD, "softmax_backward")}
     assert all(p.k == lanes and p.shape[-1] == subvector_row(lanes) < lanes for p in below)
     assert all(p.x == (8 if p.family == SUBVECTOR_FORWARD else 12) * p.shape[0] * p.shape[1] for p in below)
+    assert min(p.shape[0] for p in below) == 1  # one row: the curves' floor is a batch-1 classifier's
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD)]
     for point in below[:3]:
         assert tuple(make_step(point, "cpu")().shape) == point.shape

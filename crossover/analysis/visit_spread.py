@@ -14,6 +14,12 @@ Example::
     sets = read_zoo_sets()
     print(point_spread(zoo_visits(sets, "cuda")))
     print(reference_spread(sets, "cuda"))
+
+The same question within one machine, between sittings: the 2-core VM's ``experiments/bench_zoo.py``
+tables, each a quick calibration and the zoo measured in the same rounds, hold one sitting's prediction
+and measurement of every zoo point. :func:`sitting_spread` asks how far a point's measurement moves
+between sittings and whether the same sitting's prediction moves with it (:func:`read_sittings` reads
+the tables).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from typing import Sequence
 
 import pandas as pd
 
-__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY"]
+__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY", "read_sittings", "sitting_spread",
+           "SITTINGS_PATTERN"]
 
 #: The calibration's reference model steps (an MLP and a CNN, forward and training, two batch sizes each):
 #: the rows of ``calibration.csv.gz`` every CUDA plan has measured.
@@ -100,3 +107,55 @@ def reference_spread(sets: Sequence, device: str, family: str = REFERENCE_FAMILY
     if not frames:
         return pd.DataFrame(columns=["machine", "key", "visits", "values_s", "low_s", "high_s", "ratio"])
     return _ratios(pd.concat(frames, ignore_index=True), ["machine", "key"], "quiet_s")
+
+
+#: The ``bench_zoo.py --csv`` tables :func:`read_sittings` reads by default: the zoo's, one a sitting.
+SITTINGS_PATTERN = "bench_zoo_*"
+#: Tables that rescore a sitting with other code, or hold another zoo set (one row per sitting and point).
+_NOT_A_SITTING = ("unseen", "extra", "third", "before", "noreuse", "perstep", "spilloff", "nopointwise", "twokinds")
+
+
+def read_sittings(folder, threads: int, pattern: str = SITTINGS_PATTERN) -> pd.DataFrame:
+    """The ``bench_zoo.py --csv`` tables in ``folder`` named ``{pattern}_t{threads}.csv``, stacked with a
+    ``sitting`` column (the file's name); tables whose name holds any of ``unseen``, ``extra``, ``third``
+    (other zoo sets) or ``before``, ``noreuse``, ``perstep``, ``spilloff``, ``nopointwise``, ``twokinds``
+    (a sitting rescored by other code) are left out. Empty when none is found."""
+    files = sorted(f for f in Path(folder).glob(f"{pattern}_t{threads}.csv")
+                   if not any(word in f.name for word in _NOT_A_SITTING))
+    return pd.concat([pd.read_csv(f).assign(sitting=f.name) for f in files]) if files else pd.DataFrame()
+
+
+def sitting_spread(sittings: pd.DataFrame, min_sittings: int = 5) -> pd.DataFrame:
+    """One row per zoo point (``model``, ``workload``, ``batch_size``) measured in at least ``min_sittings``
+    sittings of ``sittings`` (:func:`read_sittings`): ``sittings``, the standard deviations over them of the
+    natural logs of the measured and the predicted latency and of their ratio (``measured_sd``,
+    ``predicted_sd``, ``error_sd``), the ``correlation`` of the two logs, and ``median_error`` (the
+    median over the sittings of predicted / measured - 1). Pure.
+
+    A calibration that follows the machine's state moves its predictions with the measurements, so
+    ``error_sd`` is well under ``measured_sd``; the sittings may span code changes, which add to
+    ``error_sd``."""
+    import numpy as np
+
+    rows = []
+    if not len(sittings):
+        return pd.DataFrame(rows)
+    for key, group in sittings.groupby(["model", "workload", "batch_size"]):
+        if group["sitting"].nunique() < min_sittings:
+            continue
+        measured, predicted = np.log(group["measured_s"].to_numpy()), np.log(group["predicted_s"].to_numpy())
+        rows.append(dict(zip(("model", "workload", "batch_size"), key), sittings=int(group["sitting"].nunique()),
+                         measured_sd=float(np.std(measured, ddof=1)), predicted_sd=float(np.std(predicted, ddof=1)),
+                         error_sd=float(np.std(predicted - measured, ddof=1)),
+                         correlation=_correlation(measured, predicted),
+                         median_error=float(np.exp(np.median(predicted - measured)) - 1)))
+    return pd.DataFrame(rows)
+
+
+def _correlation(a, b) -> float:
+    """Pearson's correlation of ``a`` and ``b``; NaN when either does not vary."""
+    import numpy as np
+
+    if np.std(a) == 0 or np.std(b) == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])

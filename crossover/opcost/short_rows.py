@@ -131,12 +131,14 @@ def subvector_row(lanes: int) -> int:
 
 
 def subvector_points(sizes, lanes: int) -> list:
-    """``(family, name, n, x, shape)`` of each sub-vector primitive at each element count of ``sizes`` up
-    to :data:`SUBVECTOR_MAX_ELEMENTS`: ``x`` the bytes the trace counts (input and output forward; the
-    gradient, the output and the input's gradient backward), ``shape`` (rows, :func:`subvector_row`)."""
+    """``(family, name, n, x, shape)`` of each sub-vector primitive over one row, 16 rows and each element
+    count of ``sizes`` up to :data:`SUBVECTOR_MAX_ELEMENTS`: ``x`` the bytes the trace counts (input and
+    output forward; the gradient, the output and the input's gradient backward), ``shape`` (rows,
+    :func:`subvector_row`). The one-row point is the curve's floor: below its smallest point a curve holds
+    that point's time, and a classifier's batch-1 row would otherwise be costed at a thousand elements'."""
     row = subvector_row(lanes)
     out = []
-    for n in (n for n in sizes if n <= SUBVECTOR_MAX_ELEMENTS):
+    for n in sorted({row, 16 * row} | {n for n in sizes if n <= SUBVECTOR_MAX_ELEMENTS}):
         shape = (max(n // row, 1), row)
         elements = shape[0] * row
         out += [(SUBVECTOR_FORWARD, name, elements, 8.0 * elements, shape) for name in ("softmax", "log_softmax")]

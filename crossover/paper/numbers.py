@@ -48,7 +48,7 @@ from .claims import PRICES_FILE, peaks_table, read_prices, second_edition_macros
 from .zoo import read_zoo, zoo_macros, zoo_table
 from ..analysis.visit_spread import point_spread, reference_spread, zoo_visits
 from .transfer import predicted_set_names, transfer_frames, transfer_macros, transfer_table
-from .visits import interference_macros, paired_visit_macros, visit_macros
+from .visits import interference_macros, paired_visit_macros, sitting_macros, visit_macros
 from .coverage import coverage_table
 from .launch_rule import launch_rule_macros, mnist_zoo_macros
 from .facts import (_absent_role_macros, _graph_outlier_macros, design_macros, metadata_macros, mode_macros,
@@ -148,7 +148,7 @@ def _macros(results, everything, frame, dirs, every_round, rounds, roles, supers
     macros += zoo_macros(read_zoo(list(results)))
     macros += transfer_macros(zoo_frames)
     macros += visit_macros(point_spread(zoo_visits(zoo_sets, "cuda")), reference_spread(zoo_sets, "cuda"))
-    macros += paired_visit_macros(everything) + interference_macros(results)
+    macros += paired_visit_macros(everything) + interference_macros(results) + sitting_macros(results)
     macros += launch_rule_macros(frame, roles, zoo_frames) + mnist_zoo_macros(zoo_frames)
     macros += headline_macros(everything, results, roles, fits, n_boot=n_boot, seed=seed, jobs=jobs, models=models,
                               rounds=every_round)

@@ -6,12 +6,15 @@ with more ops of the same kinds) in each visit. Pure, given the zoo sets.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from .latex import DASH, Macro, and_list, format_number
 
-__all__ = ["visit_macros", "paired_visit_macros", "interference_macros", "VISIT_MACHINE", "INTERFERENCE_LOG"]
+__all__ = ["visit_macros", "paired_visit_macros", "interference_macros", "sitting_macros", "VISIT_MACHINE",
+           "INTERFERENCE_LOG"]
 
 #: The log of ``experiments/bench_interference.py`` shipped with a GPU run (a GPU step alone and after
 #: CPU work), found below the results directories.
@@ -132,3 +135,40 @@ def interference_macros(results) -> list:
             return [Macro("InterferenceLow", format_number(min(ratios), 2), f"{path}: a GPU step after CPU work / alone, lowest"),
                     Macro("InterferenceHigh", format_number(max(ratios), 2), f"{path}: highest")]
     return [Macro("InterferenceLow", DASH, "no interference log"), Macro("InterferenceHigh", DASH, "no interference log")]
+
+
+_THREADS = {1: "One", 2: "Two"}
+
+
+def sitting_macros(results) -> list:
+    """How far the 2-core VM's zoo steps move between sittings, and the same sitting's predictions with
+    them (:func:`crossover.analysis.visit_spread.sitting_spread`), from the ``logs`` folder below
+    ``results`` with the most ``bench_zoo.py`` sittings at one thread.
+
+    Macros, for ``One`` and ``Two`` threads: ``Sittings<n>Count`` (sittings), ``Sittings<n>Points`` (zoo
+    points in at least five), and the medians over the points of the standard deviation over sittings of
+    the log of the measured latency, of the predicted one and of their ratio (``Sittings<n>MeasuredSd``,
+    ``...PredictedSd``, ``...ErrorSd``, in per cent of the log) and of the two logs' correlation
+    (``Sittings<n>Correlation``); ``SittingsMachine`` (the folder's machine)."""
+    from ..analysis.visit_spread import read_sittings, sitting_spread
+
+    folders = {p.parent for directory in map(Path, results) if directory.is_dir()
+               for p in directory.rglob("logs/bench_zoo_*_t1.csv")}
+    counts = {folder: len({f.name for f in folder.glob("bench_zoo_*_t1.csv")} & set(read_sittings(folder, 1).get("sitting", ())))
+              for folder in folders}
+    folder = max(counts, key=counts.get) if counts and max(counts.values()) else None
+    macros = [Macro("SittingsMachine", folder.parent.name if folder else DASH, "machine of the sittings compared")]
+    for threads, word in _THREADS.items():
+        sittings = read_sittings(folder, threads) if folder else pd.DataFrame()
+        points = sitting_spread(sittings)
+        what = f"{folder}: bench_zoo sittings at {threads} thread(s)"
+        med = points[["measured_sd", "predicted_sd", "error_sd", "correlation"]].median() if len(points) else None
+        macros += [Macro(f"Sittings{word}Count", str(sittings["sitting"].nunique()) if len(sittings) else DASH,
+                         f"{what}: sittings"),
+                   Macro(f"Sittings{word}Points", str(len(points)) if len(points) else DASH, f"{what}: points in 5 or more")]
+        for name, column in (("MeasuredSd", "measured_sd"), ("PredictedSd", "predicted_sd"), ("ErrorSd", "error_sd")):
+            value = DASH if med is None else f"{100 * med[column]:.1f}"
+            macros.append(Macro(f"Sittings{word}{name}", value, f"{what}: median sd of log {column[:-3]}, per cent"))
+        macros.append(Macro(f"Sittings{word}Correlation", DASH if med is None else f"{med['correlation']:.2f}",
+                            f"{what}: median correlation of log measured and log predicted"))
+    return macros
