@@ -52,7 +52,7 @@ def test_read_sittings_takes_one_table_a_sitting_at_the_thread_count(tmp_path):
     assert read_sittings(tmp_path, 4).empty
 
 
-def test_the_papers_sitting_macros_read_the_folder_with_the_most_sittings(tmp_path):
+def test_the_papers_sitting_macros_read_each_machines_logs(tmp_path):
     from crossover.paper.latex import DASH
     from crossover.paper.visits import sitting_macros
 
@@ -62,13 +62,8 @@ def test_the_papers_sitting_macros_read_the_folder_with_the_most_sittings(tmp_pa
     for i, f in enumerate(factors):
         for threads in (1, 2):
             _sitting("", f, f).drop(columns="sitting").to_csv(logs / f"bench_zoo_s{i}_t{threads}.csv", index=False)
-    few = tmp_path / "other-2c" / "logs"
-    few.mkdir(parents=True)
-    _sitting("", 1.0, 2.0).drop(columns="sitting").to_csv(few / "bench_zoo_x_t1.csv", index=False)
-    macros = {m.name: m.text for m in sitting_macros([tmp_path])}
-    assert macros["SittingsMachine"] == "vm-2c"
-    assert macros["SittingsOneCount"] == "6" and macros["SittingsTwoPoints"] == "2"
-    assert macros["SittingsOneErrorSd"] == "0.0" and macros["SittingsOneCorrelation"] == "1.00"
-    assert float(macros["SittingsOneMeasuredSd"]) == pytest.approx(100 * np.std(np.log(factors), ddof=1), rel=0.01)
-    empty = {m.name: m.text for m in sitting_macros([tmp_path / "nothing"])}
-    assert empty["SittingsOneCount"] == DASH and empty["SittingsMachine"] == DASH
+    macros = {m.name: m.text for m in sitting_macros([tmp_path], {"Vm": "vm-2c", "Gone": "no-such-2c"})}
+    assert macros["SittingsVmOneCount"] == "6" and macros["SittingsVmTwoPoints"] == "2"
+    assert macros["SittingsVmOneErrorSd"] == "0.0" and macros["SittingsVmOneCorrelation"] == "1.00"
+    assert float(macros["SittingsVmOneMeasuredSd"]) == pytest.approx(100 * np.std(np.log(factors), ddof=1), rel=0.01)
+    assert macros["SittingsGoneOneCount"] == DASH and macros["SittingsGoneTwoErrorSd"] == DASH

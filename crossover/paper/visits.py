@@ -138,37 +138,39 @@ def interference_macros(results) -> list:
 
 
 _THREADS = {1: "One", 2: "Two"}
+#: The 2-core VMs whose ``bench_zoo.py`` sittings the text compares: macro word -> results folder name.
+SITTING_MACHINES = {"Intel": "intel-xeon-2c", "Amd": "amd-epyc-2c"}
 
 
-def sitting_macros(results) -> list:
-    """How far the 2-core VM's zoo steps move between sittings, and the same sitting's predictions with
-    them (:func:`crossover.analysis.visit_spread.sitting_spread`), from the ``logs`` folder below
-    ``results`` with the most ``bench_zoo.py`` sittings at one thread.
+def sitting_macros(results, machines=None) -> list:
+    """How far a 2-core VM's zoo steps move between sittings, and the same sitting's predictions with
+    them (:func:`crossover.analysis.visit_spread.sitting_spread`), from the ``<machine>/logs`` folder
+    below ``results`` for each of ``machines`` (default :data:`SITTING_MACHINES`: macro word -> folder).
 
-    Macros, for ``One`` and ``Two`` threads: ``Sittings<n>Count`` (sittings), ``Sittings<n>Points`` (zoo
-    points in at least five), and the medians over the points of the standard deviation over sittings of
-    the log of the measured latency, of the predicted one and of their ratio (``Sittings<n>MeasuredSd``,
-    ``...PredictedSd``, ``...ErrorSd``, in per cent of the log) and of the two logs' correlation
-    (``Sittings<n>Correlation``); ``SittingsMachine`` (the folder's machine)."""
+    Macros, for each machine word ``<m>`` and ``One`` and ``Two`` threads ``<n>``: ``Sittings<m><n>Count``
+    (sittings), ``Sittings<m><n>Points`` (zoo points in at least five), and the medians over the points of
+    the standard deviation over the sittings of the log of the measured latency, of the predicted one and of
+    their ratio (``Sittings<m><n>MeasuredSd``, ``...PredictedSd``, ``...ErrorSd``, per cent of the log)
+    and of the two logs' correlation (``Sittings<m><n>Correlation``)."""
     from ..analysis.visit_spread import read_sittings, sitting_spread
 
-    folders = {p.parent for directory in map(Path, results) if directory.is_dir()
-               for p in directory.rglob("logs/bench_zoo_*_t1.csv")}
-    counts = {folder: len({f.name for f in folder.glob("bench_zoo_*_t1.csv")} & set(read_sittings(folder, 1).get("sitting", ())))
-              for folder in folders}
-    folder = max(counts, key=counts.get) if counts and max(counts.values()) else None
-    macros = [Macro("SittingsMachine", folder.parent.name if folder else DASH, "machine of the sittings compared")]
-    for threads, word in _THREADS.items():
-        sittings = read_sittings(folder, threads) if folder else pd.DataFrame()
-        points = sitting_spread(sittings)
-        what = f"{folder}: bench_zoo sittings at {threads} thread(s)"
-        med = points[["measured_sd", "predicted_sd", "error_sd", "correlation"]].median() if len(points) else None
-        macros += [Macro(f"Sittings{word}Count", str(sittings["sitting"].nunique()) if len(sittings) else DASH,
-                         f"{what}: sittings"),
-                   Macro(f"Sittings{word}Points", str(len(points)) if len(points) else DASH, f"{what}: points in 5 or more")]
-        for name, column in (("MeasuredSd", "measured_sd"), ("PredictedSd", "predicted_sd"), ("ErrorSd", "error_sd")):
-            value = DASH if med is None else f"{100 * med[column]:.1f}"
-            macros.append(Macro(f"Sittings{word}{name}", value, f"{what}: median sd of log {column[:-3]}, per cent"))
-        macros.append(Macro(f"Sittings{word}Correlation", DASH if med is None else f"{med['correlation']:.2f}",
-                            f"{what}: median correlation of log measured and log predicted"))
+    macros = []
+    for word, machine in (SITTING_MACHINES if machines is None else machines).items():
+        folders = sorted({p.parent for directory in map(Path, results) if directory.is_dir()
+                          for p in directory.rglob(f"{machine}/logs/bench_zoo_*_t1.csv")})
+        folder = folders[0] if folders else None
+        for threads, count in _THREADS.items():
+            sittings = read_sittings(folder, threads) if folder else pd.DataFrame()
+            points = sitting_spread(sittings)
+            what = f"{folder or machine}: bench_zoo sittings at {threads} thread(s)"
+            med = points[["measured_sd", "predicted_sd", "error_sd", "correlation"]].median() if len(points) else None
+            name = f"Sittings{word}{count}"
+            macros += [Macro(f"{name}Count", str(sittings["sitting"].nunique()) if len(sittings) else DASH,
+                             f"{what}: sittings"),
+                       Macro(f"{name}Points", str(len(points)) if len(points) else DASH, f"{what}: points in 5 or more")]
+            for suffix, column in (("MeasuredSd", "measured_sd"), ("PredictedSd", "predicted_sd"), ("ErrorSd", "error_sd")):
+                value = DASH if med is None else f"{100 * med[column]:.1f}"
+                macros.append(Macro(f"{name}{suffix}", value, f"{what}: median sd of log {column[:-3]}, per cent"))
+            macros.append(Macro(f"{name}Correlation", DASH if med is None else f"{med['correlation']:.2f}",
+                                f"{what}: median correlation of log measured and log predicted"))
     return macros
