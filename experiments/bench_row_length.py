@@ -1,14 +1,14 @@
 """Softmax over rows shorter than a vector register: the CPU's row-wise ops by row length (#27).
 
-For each row length in ``--lengths``, over ``--rows`` rows of float32 at ``--threads``, the 10th percentile
-of a call's time (blocks of calls, the blocks' 10th percentile, the median over ``--rounds`` shuffled
-rounds) of ``softmax``, ``log_softmax``, their backward kernels (``_softmax_backward_data``,
+For each row length in ``--lengths``, over ``--rows`` rows of float32 at ``--threads``, a call's time
+(``block_timing.block_mean_us``: the second-quickest of nine blocks of back-to-back calls; the median over
+``--rounds`` shuffled rounds) of ``softmax``, ``log_softmax``, their backward kernels (``_softmax_backward_data``,
 ``_log_softmax_backward_data``), ``layer_norm`` and ``sum`` over the last dimension, in µs and in ns per
 element. ATen's vectorised softmax kernels run rows shorter than one vector of floats (16 on AVX-512, 8 on
 AVX2: ``torch.backends.cpu.get_cpu_capability()``) element by element: on the 2-core Intel VM (AVX-512) at
 one thread a log-softmax over 1024 rows of 10, a classifier's ten classes, took about ten times as long as
 over rows of 16. A training step's cross-entropy over ten classes pays it forward and backward. The log is
-the evidence behind the ``reduction_subvector`` primitives (:mod:`crossover.opcost.short_rows`). Run it on
+the evidence behind the sub-vector row primitives (``rows_subvector``, ``rows_subvector_backward`` in :mod:`crossover.opcost.short_rows`). Run it on
 a quiet machine.
 
     python experiments/bench_row_length.py [--threads 1] [--rows 1024] [--rounds 5]
@@ -21,6 +21,8 @@ import random
 import statistics
 import sys
 import time
+
+from block_timing import block_mean_us
 
 LENGTHS = (2, 4, 8, 10, 12, 15, 16, 17, 24, 32, 64, 256)
 OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "layer_norm", "sum")
@@ -46,19 +48,12 @@ def _call(op: str, rows: int, length: int):
     return lambda: x.sum(-1)
 
 
-def _visit_s(call, blocks: int = 9, min_block_s: float = 2e-4) -> float:
+def _visit_s(call, min_block_s: float = 2e-4) -> float:
+    """Seconds a call: :func:`block_timing.block_mean_us` over blocks of at least ``min_block_s``."""
+    start = time.perf_counter()
     call()
-    per_block, start = 1, time.perf_counter()
-    call()
-    once = max(time.perf_counter() - start, 1e-7)
-    per_block = max(1, int(min_block_s / once))
-    times = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(per_block):
-            call()
-        times.append((time.perf_counter() - start) / per_block)
-    return sorted(times)[len(times) // 10]
+    calls = max(1, int(min_block_s / max(time.perf_counter() - start, 1e-7)))
+    return block_mean_us(call, calls) * 1e-6
 
 
 def main(argv=None) -> int:

@@ -12,8 +12,8 @@ row length lies between 16 and 256 in log scale (:func:`over_row_length`), held 
 
 Rows shorter than one vector register of floats are another regime. ATen's vectorised softmax kernels run
 them element by element: on the Intel VM (AVX-512: 16 floats) at one thread a log-softmax over 1024 rows of
-10, a classifier's ten classes, took 141 µs against 13 over rows of 16, 13.8 ns an element at every length
-from 8 to 15, its backward 6.3 (``experiments/bench_row_length.py``, its logs in
+10, a classifier's ten classes, took 145 µs against 15 over rows of 16, 13.9-14.2 ns an element at every
+length from 8 to 15, its backward 6.7-7.3 (``experiments/bench_row_length.py``, its logs in
 ``experiments/results/intel-xeon-2c/logs``). A training step's cross-entropy over ten classes pays both.
 The calibration times softmax, log-softmax and the softmax's backward over rows of :func:`subvector_row`
 (10 where a vector holds 16 floats), each a curve of seconds against the bytes the trace counts
