@@ -12,9 +12,10 @@ over them, and the quartiles of the gap.
 
 With ``--leave-one-kind-out``, each reference kind is then predicted by terms fitted (non-negative least
 squares of the relative gaps, as :mod:`crossover.opcost.composition` fits them) on the other three kinds
-of its calibration, with the composition's features (``current``) and with the training step's autograd
-scale replaced by a constant per training step (``per-step``): the error a kind the terms never saw
-would read, the median over the calibrations.
+of its calibration, with the composition's features (``current``), with the training step's autograd
+scale replaced by a constant per training step (``per-step``), with one term scaling a training step's
+autograd work and backward kernels together (``one-train``), and with no training term (``events+conv``):
+the error a kind the terms never saw would read, the median over the calibrations.
 
     python experiments/composition_gaps.py /tmp/sittings/zoo_t1 /tmp/sittings/zoo_unseen_t1 ...
 """
@@ -51,7 +52,9 @@ def reference_gaps(directory: Path) -> list:
 #: Feature sets of the leave-one-kind-out comparison: the composition's, and a constant per training step
 #: in place of the autograd scale.
 FEATURE_SETS = {"current": ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s"),
-                "per-step": ("train_step", "host_events", "conv_forward_s", "backward_kernels_s")}
+                "per-step": ("train_step", "host_events", "conv_forward_s", "backward_kernels_s"),
+                "one-train": ("train_total_s", "host_events", "conv_forward_s"),
+                "events+conv": ("host_events", "conv_forward_s")}
 
 
 def leave_one_kind_out(rows, features) -> dict:
@@ -99,6 +102,7 @@ def main(argv=None) -> int:
               f"{med.backward_kernels_s * us:9.1f} {med.conv_forward_s * us:7.1f} {med.param_kib:6.0f}")
     if args.leave_one_kind_out:
         rows["train_step"] = (rows.workload == "train").astype(float)
+        rows["train_total_s"] = rows.autograd_s + rows.backward_kernels_s  # one term for the training step's extras
         print("\neach kind predicted by terms fitted on the other kinds of its calibration: median error")
         results = {name: leave_one_kind_out(rows, features) for name, features in FEATURE_SETS.items()}
         print(f"{'threads':>7s} {'model':9s} {'workload':8s} {'batch':>5s} " + " ".join(f"{n:>9s}" for n in results))
