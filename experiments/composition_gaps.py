@@ -49,8 +49,9 @@ def reference_gaps(directory: Path) -> list:
     return out
 
 
-#: Feature sets of the leave-one-kind-out comparison: the composition's, and a constant per training step
-#: in place of the autograd scale.
+#: Feature sets of the leave-one-kind-out comparison: the composition's, a constant per training step in place
+#: of the autograd scale, one term for a training step's autograd work and backward kernels together, and
+#: no training term.
 FEATURE_SETS = {"current": ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s"),
                 "per-step": ("train_step", "host_events", "conv_forward_s", "backward_kernels_s"),
                 "one-train": ("train_total_s", "host_events", "conv_forward_s"),

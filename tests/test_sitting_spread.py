@@ -44,9 +44,9 @@ def test_points_in_too_few_sittings_are_left_out():
 
 
 def test_read_sittings_takes_one_table_a_sitting_at_the_thread_count(tmp_path):
-    for name in ("bench_zoo_a_t1", "bench_zoo_b_t1", "bench_zoo_b_t2", "bench_zoo_a_noreuse_t1",
-                 "bench_zoo_unseen_a_t1", "other_a_t1"):
-        _sitting(name, 1.0, 1.0).drop(columns="sitting").to_csv(tmp_path / f"{name}.csv", index=False)
+    for i, name in enumerate(("bench_zoo_a_t1", "bench_zoo_b_t1", "bench_zoo_b_t2", "bench_zoo_a_noreuse_t1",
+                              "bench_zoo_unseen_a_t1", "other_a_t1")):
+        _sitting(name, 1.0 + i / 10, 1.0).drop(columns="sitting").to_csv(tmp_path / f"{name}.csv", index=False)
     frame = read_sittings(tmp_path, 1)
     assert sorted(frame.sitting.unique()) == ["bench_zoo_a_t1.csv", "bench_zoo_b_t1.csv"]
     assert read_sittings(tmp_path, 4).empty
@@ -67,3 +67,21 @@ def test_the_papers_sitting_macros_read_each_machines_logs(tmp_path):
     assert macros["SittingsVmOneErrorSd"] == "0.0" and macros["SittingsVmOneCorrelation"] == "1.00"
     assert float(macros["SittingsVmOneMeasuredSd"]) == pytest.approx(100 * np.std(np.log(factors), ddof=1), rel=0.01)
     assert macros["SittingsGoneOneCount"] == DASH and macros["SittingsGoneTwoErrorSd"] == DASH
+
+
+def test_a_rescoring_under_another_name_is_not_a_second_sitting(tmp_path):
+    _sitting("", 1.0, 1.0).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_a_t1.csv", index=False)
+    _sitting("", 1.0, 1.2).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_a_newcode_t1.csv", index=False)
+    _sitting("", 1.1, 1.0).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_b_t1.csv", index=False)
+    assert sorted(read_sittings(tmp_path, 1).sitting.unique()) == ["bench_zoo_a_newcode_t1.csv", "bench_zoo_b_t1.csv"]
+
+
+def test_the_papers_sitting_macros_take_a_results_folder_that_is_the_machines(tmp_path):
+    from crossover.paper.visits import sitting_macros
+
+    logs = tmp_path / "vm-2c" / "logs"
+    logs.mkdir(parents=True)
+    for i, f in enumerate([1.0, 1.3, 0.8, 1.1, 0.9]):
+        _sitting("", f, f).drop(columns="sitting").to_csv(logs / f"bench_zoo_s{i}_t1.csv", index=False)
+    macros = {m.name: m.text for m in sitting_macros([tmp_path / "vm-2c"], {"Vm": "vm-2c"})}
+    assert macros["SittingsVmOneCount"] == "5"

@@ -112,25 +112,34 @@ def reference_spread(sets: Sequence, device: str, family: str = REFERENCE_FAMILY
 #: The ``bench_zoo.py --csv`` tables :func:`read_sittings` reads by default: the zoo's, one a sitting.
 SITTINGS_PATTERN = "bench_zoo_*"
 #: Tables that rescore a sitting with other code, or hold another zoo set (one row per sitting and point).
-_NOT_A_SITTING = ("unseen", "extra", "third", "before", "noreuse", "perstep", "spilloff", "nopointwise", "twokinds")
+_NOT_A_SITTING = ("unseen", "extra", "third", "before", "noreuse", "perstep", "spilloff", "nopointwise", "nopw",
+                  "twokinds")
 
 
 def read_sittings(folder, threads: int, pattern: str = SITTINGS_PATTERN) -> pd.DataFrame:
     """The ``bench_zoo.py --csv`` tables in ``folder`` named ``{pattern}_t{threads}.csv``, stacked with a
     ``sitting`` column (the file's name); tables whose name holds any of ``unseen``, ``extra``, ``third``
-    (other zoo sets) or ``before``, ``noreuse``, ``perstep``, ``spilloff``, ``nopointwise``, ``twokinds``
-    (a sitting rescored by other code) are left out. Empty when none is found."""
+    (other zoo sets) or ``before``, ``noreuse``, ``perstep``, ``spilloff``, ``nopointwise``, ``nopw``,
+    ``twokinds`` (a sitting rescored by other code) are left out, and so is a table whose measurements
+    repeat an earlier one's (a rescoring by any other name). Empty when none is found."""
     files = sorted(f for f in Path(folder).glob(f"{pattern}_t{threads}.csv")
                    if not any(word in f.name for word in _NOT_A_SITTING))
-    return pd.concat([pd.read_csv(f).assign(sitting=f.name) for f in files]) if files else pd.DataFrame()
+    tables, seen = [], set()
+    for f in files:
+        table = pd.read_csv(f)
+        measured = tuple(table["measured_s"].round(12)) if "measured_s" in table else (f.name,)
+        if measured not in seen:
+            seen.add(measured)
+            tables.append(table.assign(sitting=f.name))
+    return pd.concat(tables) if tables else pd.DataFrame()
 
 
 def sitting_spread(sittings: pd.DataFrame, min_sittings: int = 5) -> pd.DataFrame:
     """One row per zoo point (``model``, ``workload``, ``batch_size``) measured in at least ``min_sittings``
     sittings of ``sittings`` (:func:`read_sittings`): ``sittings``, the standard deviations over them of the
     natural logs of the measured and the predicted latency and of their ratio (``measured_sd``,
-    ``predicted_sd``, ``error_sd``), the ``correlation`` of the two logs, and ``median_error`` (the
-    median over the sittings of predicted / measured - 1). Pure.
+    ``predicted_sd``, ``error_sd``), the ``correlation`` of the two logs (NaN where either does not vary),
+    and ``median_error`` (exp of the median over the sittings of log(predicted / measured), less 1). Pure.
 
     A calibration that follows the machine's state moves its predictions with the measurements, so
     ``error_sd`` is well under ``measured_sd``; the sittings may span code changes, which add to

@@ -18,8 +18,8 @@ length from 8 to 15, its backward 6.7-7.3 (``experiments/bench_row_length.py``, 
 The calibration times softmax, log-softmax and the softmax's backward over rows of :func:`subvector_row`
 (10 where a vector holds 16 floats), each a curve of seconds against the bytes the trace counts
 (families :data:`SUBVECTOR_FORWARD`, :data:`SUBVECTOR_BACKWARD`; the vector's floats in each point's ``k``),
-and a softmax row shorter than the vector is costed on them (:func:`subvector_family`). Rows are taken
-over the last dimension, as the trace records no ``dim``.
+and a float32 softmax over a last dimension shorter than the vector is costed on them (:func:`subvector_family`;
+the trace records a softmax's ``dim``).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def row_length(row: Mapping) -> int:
 
     name = op_name(row.get("op", ""))
     shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
-    if name not in ROW_OPS + tuple(SUBVECTOR_OPS) or not shapes or not shapes[0]:
+    if name not in ROW_OPS or not shapes or not shapes[0]:
         return 0
     if name == "native_layer_norm" and len(shapes) > 1 and shapes[1]:
         return math.prod(shapes[1])
@@ -126,7 +126,10 @@ def vector_floats(capability: str = "") -> int:
 
 def subvector_row(lanes: int) -> int:
     """The row length the sub-vector primitives are timed at: five eighths of the vector (10 of 16, 5 of
-    8), inside the regime (a softmax's cost per element is flat from half the vector to one short of it)."""
+    8), inside the regime. Rows of other lengths below the vector are costed at its rate per byte: on the
+    Intel VM a log-softmax's cost per element is flat from half the vector to one short of it (13.9-14.2
+    ns), a softmax's drifts (17.1 to 15.6 ns), and rows of 2-4 elements differ more (23.9 and 11.3 ns at
+    2); softmax and log-softmax share one curve though they differ by a fifth at 10."""
     return max(2, lanes * 5 // 8)
 
 
@@ -138,8 +141,8 @@ def subvector_points(sizes, lanes: int) -> list:
     that point's time, and a classifier's batch-1 row would otherwise be costed at a thousand elements'."""
     row = subvector_row(lanes)
     out = []
-    for n in sorted({row, 16 * row} | {n for n in sizes if n <= SUBVECTOR_MAX_ELEMENTS}):
-        shape = (max(n // row, 1), row)
+    for rows in sorted({1, 16} | {max(n // row, 1) for n in sizes if n <= SUBVECTOR_MAX_ELEMENTS}):
+        shape = (rows, row)
         elements = shape[0] * row
         out += [(SUBVECTOR_FORWARD, name, elements, 8.0 * elements, shape) for name in ("softmax", "log_softmax")]
         out.append((SUBVECTOR_BACKWARD, "softmax_backward", elements, 12.0 * elements, shape))
@@ -162,15 +165,20 @@ def subvector_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[],
 
 
 def subvector_family(row: Mapping, lanes: int) -> str:
-    """The sub-vector family that costs a softmax row (forward or backward) whose rows are shorter than
-    ``lanes`` floats; "" for other rows, longer rows, or ``lanes`` 0 (a profile without the primitives)."""
-    from .trace import op_name
+    """The sub-vector family that costs a float32 softmax row (forward or backward) over its last
+    dimension when that is shorter than ``lanes`` floats; "" for other rows (another dtype, a softmax over
+    another dimension where the trace recorded it, longer rows) or ``lanes`` 0 (a profile without the
+    primitives)."""
+    from .trace import op_name, row_args, row_element_size
 
     family = SUBVECTOR_OPS.get(op_name(row.get("op", "")), "")
-    if not family or lanes <= 0:
+    shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
+    if not family or lanes <= 0 or not shapes or not shapes[0] or row_element_size(row) != 4:
         return ""
-    length = row_length(row)
-    return family if 0 < length < lanes else ""
+    dim = row_args(row).get("dim")
+    if dim is not None and dim != len(shapes[0]) - 1:  # ATen's other kernel: rows across the tensor
+        return ""
+    return family if 0 < shapes[0][-1] < lanes else ""
 
 
 def calibrated_lanes(families: Mapping) -> dict:

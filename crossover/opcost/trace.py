@@ -22,7 +22,7 @@ Columns of the returned table
 ``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
 top level, in the loss, backward and optimizer phases), ``args`` (what an op's shapes do not tell about its
 work: a convolution's ``stride``, ``padding``, ``dilation``, ``transposed`` and ``groups``, a fused
-attention op's ``heads``, the fused encoder layer's ``gelu``; None for other ops), ``state_bytes`` (bytes of
+attention op's ``heads``, the fused encoder layer's ``gelu``, a softmax's ``dim``; None for other ops), ``state_bytes`` (bytes of
 its tensor arguments and results that are the model's parameters, buffers or their gradients, each
 storage once: what a step holds from one step to the next, :mod:`crossover.opcost.reuse`; 0 for views).
 
@@ -68,6 +68,8 @@ _CONV_ARGS = {"stride": 3, "padding": 4, "dilation": 5, "transposed": 6, "groups
 _HEADS_ARG = {"_native_multi_head_attention": 4, "_transformer_encoder_layer_fwd": 2}
 #: The position of the fused encoder layer's ``use_gelu`` (its feed-forward activation: GELU, else ReLU).
 _GELU_ARG = {"_transformer_encoder_layer_fwd": 7}
+#: The position of a softmax's ``dim`` (forward: after the input; backward: after the gradient and output).
+_SOFTMAX_DIM_ARG = {"_softmax": 1, "_log_softmax": 1, "_softmax_backward_data": 2, "_log_softmax_backward_data": 2}
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "_scaled_mm", "matmul", "linear", "mv", "addmv",
            "dot", "vdot", "_addmm_activation", "_int_mm", "addr", "outer", "mkldnn_linear"}
@@ -287,7 +289,9 @@ def op_name(op: str) -> str:
 
 def _op_args(name: str, args) -> Optional[dict]:
     """A convolution's :data:`_CONV_ARGS` (tuples of ints, a bool, an int), a fused attention op's
-    ``heads`` (and the fused encoder layer's ``gelu``), or None for another op."""
+    ``heads`` (and the fused encoder layer's ``gelu``), a softmax's ``dim`` (counted from the first), or None."""
+    if name in _SOFTMAX_DIM_ARG and len(args) > _SOFTMAX_DIM_ARG[name] and hasattr(args[0], "dim"):
+        return {"dim": int(args[_SOFTMAX_DIM_ARG[name]]) % max(args[0].dim(), 1)}
     if name in _HEADS_ARG and len(args) > _HEADS_ARG[name]:
         gelu = {"gelu": bool(args[_GELU_ARG[name]])} if name in _GELU_ARG and len(args) > _GELU_ARG[name] else {}
         return {"heads": int(args[_HEADS_ARG[name]]), **gelu}

@@ -145,7 +145,8 @@ SITTING_MACHINES = {"Intel": "intel-xeon-2c", "Amd": "amd-epyc-2c"}
 def sitting_macros(results, machines=None) -> list:
     """How far a 2-core VM's zoo steps move between sittings, and the same sitting's predictions with
     them (:func:`crossover.analysis.visit_spread.sitting_spread`), from the ``<machine>/logs`` folder
-    below ``results`` for each of ``machines`` (default :data:`SITTING_MACHINES`: macro word -> folder).
+    below ``results`` (or ``logs`` of a results directory that is the machine's folder) for each of
+    ``machines`` (default :data:`SITTING_MACHINES`: macro word -> folder; two such folders raise ValueError).
 
     Macros, for each machine word ``<m>`` and ``One`` and ``Two`` threads ``<n>``: ``Sittings<m><n>Count``
     (sittings), ``Sittings<m><n>Points`` (zoo points in at least five), and the medians over the points of
@@ -157,7 +158,10 @@ def sitting_macros(results, machines=None) -> list:
     macros = []
     for word, machine in (SITTING_MACHINES if machines is None else machines).items():
         folders = sorted({p.parent for directory in map(Path, results) if directory.is_dir()
-                          for p in directory.rglob(f"{machine}/logs/bench_zoo_*_t1.csv")})
+                          for p in [*directory.rglob(f"{machine}/logs/bench_zoo_*_t1.csv"),
+                                    *(directory.glob("logs/bench_zoo_*_t1.csv") if directory.name == machine else [])]})
+        if len(folders) > 1:
+            raise ValueError(f"several {machine} logs folders below the results: {', '.join(map(str, folders))}")
         folder = folders[0] if folders else None
         for threads, count in _THREADS.items():
             sittings = read_sittings(folder, threads) if folder else pd.DataFrame()
