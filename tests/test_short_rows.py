@@ -162,3 +162,24 @@ def test_softmax_backward_rows_of_16_to_256_keep_the_long_row_curve():
     flat = lambda seconds: Curve((1.0, 1e12), (seconds, seconds))  # noqa: E731
     profile = dataclasses.replace(base, curves={**base.curves, "reduction": flat(2e-6), SHORT_ROWS: flat(8e-6)})
     assert op_cost(profile, backward).host_s == pytest.approx(2e-6)
+
+
+def test_a_profile_from_before_the_sub_vector_rows_warns_of_them_and_widens_the_interval():
+    from crossover.opcost.module_predict import step_prediction
+
+    base = synthetic_profile("cpu")
+    flat = lambda seconds: Curve((1.0, 1e12), (seconds, seconds))  # noqa: E731
+    old = dataclasses.replace(base, curves={**base.curves, "reduction": flat(2e-6)})
+    forward, backward = _softmax_rows(10)
+    assert "predates the sub-vector softmax primitives" in op_cost(old, forward).warning
+    assert "predates" in op_cost(old, backward).warning
+    assert not op_cost(old, _softmax_rows(16)[0]).warning  # rows of a whole vector: nothing to say
+    new = dataclasses.replace(old, curves={**old.curves, SUBVECTOR_FORWARD: flat(30e-6), SUBVECTOR_BACKWARD: flat(12e-6)},
+                              meta=dict(old.meta, vector_floats=16))
+    assert not op_cost(new, forward).warning
+    table, calls = trace_step(_Classifier(10), (8,), 64, "train")
+    rows = table.to_dict("records")
+    sizes = dict(module_calls=calls, n_params=2, param_bytes=4 * 90)
+    widened, timed = step_prediction(old, rows, **sizes), step_prediction(new, rows, **sizes)
+    assert any("predates" in w for w in widened["warnings"]) and not any("predates" in w for w in timed["warnings"])
+    assert widened["latency_high_s"] / widened["latency_s"] > timed["latency_high_s"] / timed["latency_s"]

@@ -54,7 +54,7 @@ from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_poi
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
-from .short_rows import SHORT_ROWS, over_row_length, subvector_family
+from .short_rows import SHORT_ROWS, SUBVECTOR_WARN_FLOATS, over_row_length, subvector_family, subvector_warning
 from .streaming import in_stream
 from .trace import op_name, row_args, row_element_size
 
@@ -457,7 +457,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         seconds = over_plane_length(row, seconds, _curve_time(profile, short, row, name, cold), family)
     if family == "reduction" and seconds is not None and SHORT_ROWS in profile.curves:  # a softmax's short rows
         seconds = over_row_length(row, seconds, _curve_time(profile, SHORT_ROWS, row, name, cold))
-    below_vector = subvector_family(row, int(profile.meta.get("vector_floats") or 0)) if family == "reduction" else ""
+    lanes = int(profile.meta.get("vector_floats") or 0)
+    below_vector = subvector_family(row, lanes) if family == "reduction" else ""
     if below_vector in profile.curves:  # a softmax over rows shorter than a vector: element by element
         seconds = _curve_time(profile, below_vector, row, name, cold)
     if seconds is None:
@@ -469,6 +470,8 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         warning = uncovered_warning(profile, row)  # costed as a ReLU of its bytes though it may compute more
     elif family in ("conv", "conv_backward", "conv1d"):
         warning = uncalibrated_conv_warning(row)
+    elif not on_gpu and lanes == 0 and subvector_family(row, SUBVECTOR_WARN_FLOATS):
+        warning = subvector_warning(row)  # a profile from before the sub-vector rows: its rows of 16's cost
     floor = min(seconds, profile.overhead("launch_s" if on_gpu else "dispatch_s"))
     if not on_gpu and family in MEMORY_FAMILIES:  # in a step's stream of fresh buffers (.streaming)
         seconds = in_stream(profile, seconds, float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0))

@@ -29,7 +29,8 @@ from typing import Callable, Mapping
 
 __all__ = ["SHORT_ROWS", "SHORT_ROW", "LONG_ROW", "ROW_OPS", "calibrated_lanes", "short_row_points", "short_row_step", "row_length",
            "over_row_length", "row_op_bytes", "SUBVECTOR_FORWARD", "SUBVECTOR_BACKWARD", "SUBVECTOR_OPS",
-           "vector_floats", "subvector_row", "subvector_points", "subvector_step", "subvector_family"]
+           "vector_floats", "subvector_row", "subvector_points", "subvector_step", "subvector_family",
+           "SUBVECTOR_WARN_FLOATS", "subvector_warning"]
 
 #: The family of the short-row primitives (CPU only), and its rows' length; the plan's other row-wise
 #: primitives (``reduction``: sum, softmax, layer norm) have rows of :data:`LONG_ROW`, the one home of
@@ -186,3 +187,18 @@ def calibrated_lanes(families: Mapping) -> dict:
     profile's ``meta``; empty when it has none (a calibration from before them, or a GPU's)."""
     lanes = {int(row["k"]) for family in (SUBVECTOR_FORWARD, SUBVECTOR_BACKWARD) for _, _, row in families.get(family, [])}
     return {"vector_floats": max(lanes)} if lanes else {}
+
+
+#: A profile without the sub-vector primitives warns of softmax rows shorter than this many floats (an
+#: AVX-512 vector's: on such a CPU those rows run element by element, about ten times their costed time).
+SUBVECTOR_WARN_FLOATS = 16
+
+
+def subvector_warning(row: Mapping) -> str:
+    """The warning of a softmax row below a vector on a CPU profile calibrated before the sub-vector
+    primitives (its cost is the rows of 16's: on the Intel VM a tenth of what such rows take); one text
+    for the forward and backward rows of a length, so that a step says it once."""
+    length = tuple((row.get("input_shapes") or [(0,)])[0])[-1]
+    return (f"a softmax over rows of {length} floats (forward or backward): this profile predates the sub-vector softmax primitives and costs such rows as rows of 16, "
+            f"though a CPU whose vectors hold more floats than a row runs them element by element (about ten times "
+            f"as long on AVX-512); recalibrate ('crossover calibrate --device cpu --quick') to time them")
