@@ -72,8 +72,9 @@ def test_the_papers_sitting_macros_read_each_machines_logs(tmp_path):
 def test_a_rescoring_under_another_name_is_not_a_second_sitting(tmp_path):
     _sitting("", 1.0, 1.0).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_a_t1.csv", index=False)
     _sitting("", 1.0, 1.2).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_a_newcode_t1.csv", index=False)
+    _sitting("", 1.0, 1.3).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_a_aaa_t1.csv", index=False)  # sorts first
     _sitting("", 1.1, 1.0).drop(columns="sitting").to_csv(tmp_path / "bench_zoo_b_t1.csv", index=False)
-    assert sorted(read_sittings(tmp_path, 1).sitting.unique()) == ["bench_zoo_a_newcode_t1.csv", "bench_zoo_b_t1.csv"]
+    assert sorted(read_sittings(tmp_path, 1).sitting.unique()) == ["bench_zoo_a_t1.csv", "bench_zoo_b_t1.csv"]
 
 
 def test_the_papers_sitting_macros_take_a_results_folder_that_is_the_machines(tmp_path):
