@@ -44,8 +44,14 @@ def test_the_transfer_macros_score_each_column_and_the_crossovers():
     assert macros["TransferHundredCpuToy"] == "0 / 0" and macros["TransferHundredCpuMnist"] == DASH
     assert macros["TransferHundredPairs"] == "1" and macros["TransferHundredHolds"] == "1"
     assert macros["TransferTwoHundredGpuWithin"] == DASH  # a set that is not there: dashes
-    table = transfer_table()
-    assert table.count("\\\\") == len(TRANSFER_MODELS) + 1 and "\\TransferHundredGpuToy" in table
+    whole = transfer_table(breaks=())
+    assert whole.count("\\\\") == len(TRANSFER_MODELS) + 1 and whole.count("\\begin{tabular}") == 1
+    table = transfer_table(breaks=(6,))  # two tabulars stacked: each model's row in each, every cell once
+    assert table.count("\\begin{tabular}") == 3 and table.count("model &") == 2
+    assert table.count("\\\\") == 2 * (len(TRANSFER_MODELS) + 1) + 1
+    for _, _, _, letters in TRANSFER_COLUMNS:
+        for model_letters, _ in TRANSFER_MODELS.values():
+            assert table.count(f"\\Transfer{letters}{model_letters} ") == 1, (letters, model_letters)
 
 
 def test_zoo_check_takes_a_shipped_set_by_name_and_refuses_an_unknown_one():

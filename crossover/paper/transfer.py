@@ -21,19 +21,26 @@ __all__ = ["transfer_frames", "transfer_errors", "transfer_macros", "transfer_ta
            "CROSSOVER_SETS", "predicted_set_names"]
 
 #: The table's columns: (zoo set, device, header, macro letters).
-#: The H100's third visit comes first: nothing was chosen looking at it; nor at the fourth, beside it.
+#: The H100's third visit comes first: nothing was chosen looking at it; nor at the fourth and fifth, beside it.
 TRANSFER_COLUMNS = (("h100-run3", "cuda", "H100 GPU", "HundredGpu"),
                     ("h100-run3", "cpu", "host, 16 thr.", "HundredCpu"),
                     ("h100-run3-1t", "cpu", "host, 1 thr.", "HundredCpuOne"),
                     ("h100-run4", "cuda", "H100 GPU, 4th", "HundredGpuFourth"),
                     ("h100-run4", "cpu", "host, 16 thr., 4th", "HundredCpuFourth"),
                     ("h100-run4-1t", "cpu", "host, 1 thr., 4th", "HundredCpuOneFourth"),
+                    ("h100-run5", "cuda", "H100 GPU, 5th", "HundredGpuFifth"),
+                    ("h100-run5", "cpu", "host, 16 thr., 5th", "HundredCpuFifth"),
+                    ("h100-run5-1t", "cpu", "host, 1 thr., 5th", "HundredCpuOneFifth"),
                     ("h100-run2", "cuda", "H100 GPU, 2nd", "HundredGpuSecond"),
                     ("h200-run2", "cuda", "H200 GPU", "TwoHundredGpu"),
                     ("h200-run1", "cuda", "H200 GPU, 1st", "TwoHundredGpuFirst"),
                     ("h200-run1", "cpu", "host, 1st", "TwoHundredCpuFirst"))
+#: Where the table's columns are split into stacked tabulars (before these columns): the third and fourth
+#: visits, then the rest.
+TRANSFER_BREAKS = (6,)
 #: The zoo sets whose CPU/GPU crossovers the text quotes: (zoo set, macro letters).
-CROSSOVER_SETS = (("h100-run3", "Hundred"), ("h100-run4", "HundredFourth"), ("h100-run2", "HundredSecond"),
+CROSSOVER_SETS = (("h100-run3", "Hundred"), ("h100-run4", "HundredFourth"), ("h100-run5", "HundredFifth"),
+                  ("h100-run2", "HundredSecond"),
                   ("h200-run1", "TwoHundredFirst"))
 #: Rows: (model, workload) -> (macro letters, its name in the table; a star: a kind the calibration's
 #: reference models do not cover).
@@ -173,13 +180,21 @@ def transfer_macros(frames: dict) -> list:
     return macros
 
 
-def transfer_table() -> str:
+def transfer_table(breaks: tuple = TRANSFER_BREAKS) -> str:
     """A tabular of median / worst |error| (%) per model (rows) and zoo set and device (columns), whose
-    cells reference :func:`transfer_macros`' macros."""
-    head = " & ".join(header for _, _, header, _ in TRANSFER_COLUMNS)
-    lines = ["\\begin{tabular}{l" + "r" * len(TRANSFER_COLUMNS) + "}", "\\toprule", f"model & {head} \\\\",
-             "\\midrule"]
-    for model_letters, name in TRANSFER_MODELS.values():
-        cells = [f"\\Transfer{letters}{model_letters}" for _, _, _, letters in TRANSFER_COLUMNS]
-        lines.append(f"{name} & " + " & ".join(cells) + " \\\\")
-    return "\n".join(lines + ["\\bottomrule", "\\end{tabular}"]) + "\n"
+    cells reference :func:`transfer_macros`' macros; the columns are split before each index of
+    ``breaks`` into tabulars stacked in one (so that the table stays legible at the text's width)."""
+    edges = [0, *breaks, len(TRANSFER_COLUMNS)]
+    chunks = [TRANSFER_COLUMNS[a:b] for a, b in zip(edges, edges[1:]) if b > a]
+    parts = []
+    for columns in chunks:
+        head = " & ".join(header for _, _, header, _ in columns)
+        lines = ["\\begin{tabular}{l" + "r" * len(columns) + "}", "\\toprule", f"model & {head} \\\\",
+                 "\\midrule"]
+        for model_letters, name in TRANSFER_MODELS.values():
+            cells = [f"\\Transfer{letters}{model_letters}" for _, _, _, letters in columns]
+            lines.append(f"{name} & " + " & ".join(cells) + " \\\\")
+        parts.append("\n".join(lines + ["\\bottomrule", "\\end{tabular}"]))
+    if len(parts) == 1:
+        return parts[0] + "\n"
+    return "\\begin{tabular}{@{}c@{}}\n" + "\n\\\\[6pt]\n".join(parts) + "\n\\end{tabular}\n"
