@@ -45,7 +45,7 @@ def test_points_in_too_few_sittings_are_left_out():
 
 def test_read_sittings_takes_one_table_a_sitting_at_the_thread_count(tmp_path):
     for i, name in enumerate(("bench_zoo_a_t1", "bench_zoo_b_t1", "bench_zoo_b_t2", "bench_zoo_a_noreuse_t1",
-                              "bench_zoo_unseen_a_t1", "bench_zoo_a_alone_t1", "other_a_t1")):
+                              "bench_zoo_unseen_a_t1", "bench_zoo_a_alone_t1", "bench_zoo_fourth_a_t1", "other_a_t1")):
         _sitting(name, 1.0 + i / 10, 1.0).drop(columns="sitting").to_csv(tmp_path / f"{name}.csv", index=False)
     frame = read_sittings(tmp_path, 1)
     assert sorted(frame.sitting.unique()) == ["bench_zoo_a_t1.csv", "bench_zoo_b_t1.csv"]

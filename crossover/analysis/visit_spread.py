@@ -112,14 +112,14 @@ def reference_spread(sets: Sequence, device: str, family: str = REFERENCE_FAMILY
 #: The ``bench_zoo.py --csv`` tables :func:`read_sittings` reads by default: the zoo's, one a sitting.
 SITTINGS_PATTERN = "bench_zoo_*"
 #: Tables that rescore a sitting with other code, or hold another zoo set (one row per sitting and point).
-_NOT_A_SITTING = ("unseen", "extra", "third", "before", "noreuse", "perstep", "spilloff", "nopointwise", "nopw",
+_NOT_A_SITTING = ("unseen", "extra", "third", "fourth", "before", "noreuse", "perstep", "spilloff", "nopointwise", "nopw",
                   "twokinds", "nosubvector", "alone")
 
 
 def read_sittings(folder, threads: int, pattern: str = SITTINGS_PATTERN) -> pd.DataFrame:
     """The ``bench_zoo.py --csv`` tables in ``folder`` named ``{pattern}_t{threads}.csv``, stacked with a
-    ``sitting`` column (the file's name); tables whose name holds any of ``unseen``, ``extra``, ``third``
-    (other zoo sets) or ``before``, ``noreuse``, ``perstep``, ``spilloff``, ``nopointwise``, ``nopw``,
+    ``sitting`` column (the file's name); tables whose name holds any of ``unseen``, ``extra``, ``third``,
+    ``fourth`` (other zoo sets) or ``before``, ``noreuse``, ``perstep``, ``spilloff``, ``nopointwise``, ``nopw``,
     ``twokinds``, ``nosubvector`` (a sitting rescored by other code) or ``alone`` (the zoo measured again in rounds of
     its own after the calibration, ``bench_zoo.py --then-alone``) are left out, and so is a table whose
     measurements repeat a table's with a shorter name (a rescoring by any other name: the sitting's own
