@@ -529,3 +529,29 @@ def test_page_faults_of_large_buffers_widen_the_interval_down_and_warn():
     gpu = predict_module(relu, sample_shape=(1024, 1024), batch_sizes=(16,), warn=False,
                          profiles=[dataclasses.replace(profile, device="cuda")]).iloc[0]
     assert gpu["fault_s"] == 0.0
+
+
+def test_the_forward_convolution_share_scales_a_depthwise_convolution_on_its_curve_not_a_pointwise_one():
+    """``conv_forward_extra`` (fitted on the reference CNN's dense convolutions) scales a depthwise
+    convolution costed on its own curve by the same share beyond its floor."""
+    import dataclasses
+
+    from crossover.opcost.layer_primitives import LAYER_FAMILIES
+    from crossover.opcost.module_predict import step_prediction, trace_step
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import Curve
+
+    base = synthetic_profile("cpu", dispatch_s=1 * US, bandwidth=1e9)
+    curves = {family: Curve((1.0,), (50 * US,), rate=1e12) for family in LAYER_FAMILIES}
+    calibrated = dataclasses.replace(base, curves=dict(base.curves, **curves))
+    model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False))
+    rows = trace_step(model, (8, 16, 16), 2)[0].to_dict("records")
+    (conv,) = [r for r in rows if "convolution" in r["op"]]
+    cost = op_cost(calibrated, conv, inference=True)
+    assert cost.family == "conv_depthwise"
+
+    def step(extra):
+        profile = dataclasses.replace(calibrated, conv_forward_extra=extra)
+        return step_prediction(profile, rows, module_calls=1, n_params=1, param_bytes=0)["latency_s"]
+
+    assert step(0.5) - step(0.0) == pytest.approx(0.5 * (cost.host_s - cost.floor_s), rel=1e-6)

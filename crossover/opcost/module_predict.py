@@ -5,8 +5,8 @@
 every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 
 - on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
-  2-D convolution's times ``1 + conv_forward_extra`` (fitted on the reference CNN's; a 1-D one costed on
-  its own grids is not scaled) and a backward kernel's other than a convolution's
+  2-D convolution's and a depthwise one's times ``1 + conv_forward_extra`` (fitted on the reference CNN's
+  dense ones; a 1-D one costed on its own grids, or a pointwise one on its own, is not scaled) and a backward kernel's other than a convolution's
   times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
   reference models; on a GPU these scale kernel time), plus per step the host work no
   op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
@@ -191,7 +191,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         cost = op_cost(profile, row, cold=cold, inference=inference)
         base = cost
         timeline.append((row, base.host_s, base.floor_s))
-        if cost.family == "conv":  # kernels run slower between other ops in a model than repeated alone
+        # oneDNN's forward convolutions run slower between other ops in a model than repeated alone: the reference
+        # CNN's dense ones, fitted, and a depthwise one by the same share (experiments/zoo_fourth's models, out of
+        # sample, read half their miss with it: experiments/results/intel-xeon-2c/README.md)
+        if cost.family in ("conv", "conv_depthwise"):
             cost = _scaled(cost, 1.0 + profile.conv_forward_extra, on_gpu)
             conv_forward += _beyond_floor(base, on_gpu)
         elif row.get("phase") == "backward" and cost.family not in ("conv_backward", "view"):
