@@ -7,7 +7,9 @@
 # 443, 486 and 507 s; the fourth visit's (2026-11-27) ran every stage to its limit, each 1-3 s past it while it
 # wrote what it had, and the device tool stopped the run at 595 s before the CUDA tests ended: hence the
 # deadline, the CUDA tests straight after the zoo, and the host's thread diagnostics before the one-thread
-# stages (which take what is left). This leaves a 15-minute lease a few minutes for a
+# stages (which take what is left). The fifth visit's (2026-11-28) took 542 s; its paired suite stopped at its
+# 100 s limit after 545 of 760 rows (a follow-up call finished it with --resume): now 130 s, paid for by the
+# thread-environment and wake-kind stages, whose question that visit answered. This leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -20,12 +22,11 @@
 #                   reference models among them (measure-reference_*: the process's share of a miss);
 #                   zoo-1t/ the CPU side at one thread
 #   peaks.json      the devices' measured peaks
-#   step-profile.txt  the host CPU's MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8 timed
-#                   with the OpenMP threads as they are, spinning, bound, and half as many
-#                   (bench_thread_env.py), what each kind of parallel region pays after a serial gap
-#                   (bench_wake_kinds.py), the same steps under torch.profiler, which ops open a parallel
-#                   region at its thread count (bench_parallel_regions.py), then torch.profiler's kernels
-#                   and gaps of a few zoo steps on the GPU
+#   step-profile.txt  SGD's update after a batch-1 and a batch-8 step and LeNet-5's batch-1 convolutions
+#                   timed at the host's threads, half, 4 and 1 (bench_batch1_host.py), the host CPU's MNIST
+#                   training step, LeNet-5 and the 1-D CNN at batch 1 and 8 under torch.profiler, which
+#                   ops open a parallel region at its thread count (bench_parallel_regions.py), then
+#                   torch.profiler's kernels and gaps of a few zoo steps on the GPU
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -70,7 +71,7 @@ sed -n '/^{/,$p' "$work/env.log" > "$OUT/env.json"
 # The paired suite: each point's CPU and GPU back to back in every shuffled round (CUDA only: on a CPU
 # machine there is nothing to pair).
 if [ "$cuda" = 1 ]; then
-    stage paired 100 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
+    stage paired 130 $PY -m crossover sweep experiments/suites/gpu-paired.toml --out "$work/paired" --quiet --no-calibrate
     pack paired.tgz paired
 else
     skip paired "no CUDA on this machine"
@@ -99,19 +100,13 @@ else
     skip cuda-tests "no CUDA on this machine"
 fi
 
-# The same slow batch-1 host steps (at 16 threads on the H100's third and fourth visits LeNet-5 took
-# 0.89-1.04 ms at batch 1 against 0.37-0.42 at batch 8, the MNIST training step 0.87-0.95 against 0.30-0.33) in fresh processes with the OpenMP threads
-# spinning between parallel regions, held on cores, and half as many (one a core where two hardware
-# threads share each: env.json's cpu_physical_cores) (experiments/bench_thread_env.py): whether the
-# threads' waiting is what they pay. Before the one-thread stages: the fourth visit's 13 s measured only
-# the default (torch's import alone takes seconds a process there); its torch.profiler tables put LeNet-5's
-# batch-1 convolutions at 347 µs a call (134 at batch 8) and the 1-D CNN's max_pool1d at 300.
-stage cpu-thread-env 35 $PY experiments/bench_thread_env.py --variants default,active,bound,half --steps 30
-# What a parallel region of each kind (ATen's loop, MKL's product, oneDNN's convolution at LeNet-5's
-# batch-1 shapes) pays after a serial gap, at the host's threads with the default wait and spinning, and at
-# one thread (experiments/bench_wake_kinds.py: on the 2-core VM the extra was the same at one thread, so
-# not a wake there).
-stage cpu-wake-kinds 20 bash -c '"$0" experiments/bench_wake_kinds.py --rounds 6; OMP_WAIT_POLICY=ACTIVE "$0" experiments/bench_wake_kinds.py --rounds 6; "$0" experiments/bench_wake_kinds.py --rounds 6 --threads 1' "$PY"
+# Where the 16-thread host's batch-1 steps lose their time. The fifth visit (run5/step-profile.log) ruled
+# out sleeping threads (the steps as slow with OMP_WAIT_POLICY=ACTIVE) and located two costs under
+# torch.profiler: SGD's add_ on the same parameters 112 µs a call after a batch-1 step against 7.0 after a
+# batch-8 one, a LeNet-5 6->16 convolution at batch 1 472 µs at 16 threads against 51 at one. This times
+# both at the host's threads, half, 4 and 1 (experiments/bench_batch1_host.py): whether fewer threads
+# would run them quicker. (The thread-environment and wake-kind stages that found this are done.)
+stage cpu-batch1 20 $PY experiments/bench_batch1_host.py
 stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
@@ -133,7 +128,7 @@ if [ "$cuda" = 1 ]; then
 else
     skip step-profile "no CUDA on this machine"
 fi
-cat "$work/cpu-thread-env.log" "$work/cpu-wake-kinds.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
+cat "$work/cpu-batch1.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
 
 {
     printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"

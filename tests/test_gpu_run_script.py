@@ -17,7 +17,7 @@ def test_the_run_keeps_a_deadline_inside_one_device_command():
     assert deadline_s <= 570  # a device command may run 600 s; the summary and the last stage's stop need a few
     order = list(limits)
     assert order.index("cuda-tests") < order.index("calibrate-cpu-1t")  # the tests before the diagnostics
-    assert order.index("cpu-thread-env") < order.index("calibrate-cpu-1t")  # the host's thread question first
+    assert order.index("cpu-batch1") < order.index("calibrate-cpu-1t")  # the host's batch-1 question first
     # every stage through the one-thread zoo fits the deadline at its full limit, each 3 s past it (the
     # fourth visit's stages overran by 1-3 s while they wrote what they had), less the last stop's 12 s
     through = order[:order.index("zoo-cpu-1t") + 1]
