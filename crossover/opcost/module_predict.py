@@ -6,8 +6,8 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 
 - on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
   2-D convolution's and a depthwise one's times ``1 + conv_forward_extra`` (fitted on the reference CNN's
-  dense ones; a 1-D one costed on its own grids, or a pointwise one on its own, is not scaled) and a backward kernel's other than a convolution's
-  times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
+  dense ones; a 1-D one costed on its own grids, or a pointwise one on its own, is not scaled) and a
+  backward kernel's other than a convolution's times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
   reference models; on a GPU these scale kernel time), plus per step the host work no
   op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
   sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs of 32 MiB or
@@ -167,9 +167,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``wake_s`` and
         ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`), ``reuse_s``
         and ``footprint_bytes`` (its weights and gradients read back from the shared cache, :mod:`.reuse`),
-        ``conv_forward_s``
-        and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward convolutions and
-        of the backward kernels other than convolutions, before their ``conv_forward_extra`` and
+        ``conv_forward_s`` and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward
+        dense and depthwise convolutions and of the backward kernels other than convolutions, before their
+        ``conv_forward_extra`` and
         ``backward_extra``), ``launches``, ``flops``, ``bytes``, ``weights`` ("hot"/"cold"),
         ``launch_share``, ``memory_share``, ``compute_share``, ``bound``, ``kind_shares`` (dict),
         ``top_ops`` (list of dicts) and ``warnings`` (list of str).
