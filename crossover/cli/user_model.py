@@ -274,8 +274,9 @@ def _cmd_calibrate(args) -> int:
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
               f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
-              f"within {profile.model_error_rel:.1%} (median, {how}), {profile.interval_rel:.1%} at "
-              f"{INTERVAL_COVERAGE:.0%}: a new model's interval")
+              f"within {profile.model_error_rel:.1%} (median, {how}); at {INTERVAL_COVERAGE:.0%} a new model's "
+              f"interval, +/-{profile.interval_rel:.1%} for a forward pass, "
+              f"+/-{profile.interval_for(True):.1%} for a training step")
     if profile.device == "cpu" and profile.threads != 1:
         print("  " + (wake_summary(profile) or "threads: none slept over the serial gaps tried (up to "
                                                f"{format_seconds(max(WAKE_GAPS_S))})"))

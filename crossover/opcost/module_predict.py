@@ -32,8 +32,9 @@ heap has no free block to serve them from, which depends on the process's histor
 see :mod:`crossover.measurement.allocator`) where ``r`` is the
 calibration's round-to-round spread of the families the step spends its time in, and at least the
 profile's noise floor (its drift reference's spread) and its interval error (``interval_rel``: the
-leave-one-out error of this composition on the calibration's reference models at
-:data:`crossover.opcost.composition.INTERVAL_COVERAGE`, 80%; the median for an older profile). ``launch_share``, ``memory_share`` and
+leave-one-out error of this composition on the calibration's reference models' forward steps at
+:data:`crossover.opcost.composition.INTERVAL_COVERAGE`, 80%; for a training step ``train_interval_rel``,
+the same over their training steps; the median for an older profile). ``launch_share``, ``memory_share`` and
 ``compute_share`` split the latency into the dispatch/launch floors and host overheads, the rest of
 memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` names the largest.
 """
@@ -258,7 +259,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     by_family["overhead"] += overhead + wake_paid_s if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
-    r = max(spread, profile.noise_floor_rel, profile.interval_rel or profile.model_error_rel)
+    r = max(spread, profile.noise_floor_rel, profile.interval_for(train))
     if faults > HEAP_FAULT_WARN_SHARE * latency:
         warnings.append(heap_fault_warning(fresh, faults, latency))
     if wake_unsure_s > WAKE_WARN_SHARE * latency:

@@ -247,8 +247,11 @@ class Profile:
     model_error_rel: float = 0.0  # median |error| of the composed prediction on the reference models
     #: The reference models' |leave-one-out error| at :data:`crossover.opcost.composition.INTERVAL_COVERAGE`:
     #: the half-width of a new model's prediction interval (0: a profile from before it, which uses
-    #: ``model_error_rel``).
+    #: ``model_error_rel``); of their forward steps where ``train_interval_rel`` is set.
     interval_rel: float = 0.0
+    #: The same over the reference models' training steps, a training step's half-width (0: a profile
+    #: from before the split, whose ``interval_rel`` serves both).
+    train_interval_rel: float = 0.0
     #: A training step's autograd and optimizer host work (recording, engine, SGD) costs ``1 +`` this
     #: times its tight-loop calibration: fitted on the reference models (the interpreter and engine run
     #: cold after a backward pass; on the 2-core VM ``SGD.step`` takes 23 µs alone, 49-66 µs in a step:
@@ -283,6 +286,14 @@ class Profile:
     def overhead(self, name: str) -> float:
         return float(self.overheads.get(name, 0.0) or 0.0)
 
+    def interval_for(self, train: bool) -> float:
+        """A new model's step's relative half-width from the reference models' errors: the training
+        steps' for a training step, the forward steps' for a forward pass (the median over all of them
+        for a profile from before those fields)."""
+        if train and self.train_interval_rel:
+            return self.train_interval_rel
+        return self.interval_rel or self.model_error_rel
+
     def to_json(self) -> dict:
         return {"schema": PROFILE_SCHEMA, "device": self.device, "machine": self.machine,
                 "threads": self.threads, "llc_bytes": self.llc_bytes, "cache_bytes": self.cache_bytes,
@@ -293,6 +304,7 @@ class Profile:
                 "peak_bandwidth_bytes_per_s": _finite_or_none(self.peak_bandwidth),
                 "spread_rel": dict(self.spread_rel), "noise_floor_rel": self.noise_floor_rel,
                 "model_error_rel": self.model_error_rel, "interval_rel": self.interval_rel,
+                "train_interval_rel": self.train_interval_rel,
                 "train_host_extra": self.train_host_extra,
                 "conv_forward_extra": self.conv_forward_extra, "backward_extra": self.backward_extra,
                 **dict(self.meta)}
@@ -305,7 +317,7 @@ class Profile:
                                f"{PROFILE_SCHEMA['version']} (schema {schema or 'missing'})")
         known = {"schema", "device", "machine", "threads", "llc_bytes", "cache_bytes", "overheads", "grids", "curves",
                  "peak_flop_rate", "peak_bandwidth_bytes_per_s", "spread_rel", "noise_floor_rel", "model_error_rel",
-                 "interval_rel", "train_host_extra", "conv_forward_extra", "backward_extra"}
+                 "interval_rel", "train_interval_rel", "train_host_extra", "conv_forward_extra", "backward_extra"}
         try:
             return cls(
                 device=str(data["device"]), machine=str(data["machine"]), overheads=dict(data["overheads"]),
@@ -318,6 +330,7 @@ class Profile:
                 spread_rel=dict(data.get("spread_rel") or {}), noise_floor_rel=float(data.get("noise_floor_rel") or 0),
                 model_error_rel=float(data.get("model_error_rel") or 0),
                 interval_rel=float(data.get("interval_rel") or 0),
+                train_interval_rel=float(data.get("train_interval_rel") or 0),
                 train_host_extra=float(data.get("train_host_extra") or 0),
                 conv_forward_extra=float(data.get("conv_forward_extra") or 0),
                 backward_extra=float(data.get("backward_extra") or 0),
