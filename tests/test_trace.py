@@ -176,6 +176,33 @@ def test_a_custom_loss_and_a_foreach_optimizer_are_traced():
         trace_module(model, torch.randn(3, 10), "inference")
 
 
+@pytest.mark.parametrize("case", ["mlp", "cnn"])
+def test_a_training_steps_gradient_copies_are_the_ones_eager_pytorch_makes(case):
+    """Eager autograd steals a fresh gradient as ``.grad`` (no ``new_empty_strided``, no ``copy_``); the
+    trace, whose recorder holds every tensor, would clone each one: the trace's backward copies are as
+    many as the profiler's, and its grads are as large as the parameters."""
+    from torch.profiler import ProfilerActivity, profile
+
+    make, shape = CASES[case]
+    model = make()
+    x = torch.randn(*shape)
+    table = trace_module(model, x, "train")
+
+    def backward_copies(names):
+        return sum(1 for name in names if name in ("new_empty_strided", "copy_"))
+
+    traced = table[table.phase == "backward"].op.map(lambda op: op.split(".")[1])
+    loss = F.cross_entropy(model(x), torch.zeros(shape[0], dtype=torch.long))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        loss.backward()
+    ran = [e.key.split("::")[-1] for e in prof.events() if e.key.startswith("aten::")]
+    assert backward_copies(traced) == backward_copies(ran) == 0 and "mm" in ran
+    kept = trace_module(model, x, "train", optimizer=lambda params: torch.optim.SGD(params, lr=0.1))
+    assert len(kept) == len(table)  # the optimizer's own choice (foreach or not) aside, nothing else moves
+    state = table[table.phase == "optimizer"].state_bytes
+    assert state.sum() >= 2 * sum(p.numel() * 4 for p in model.parameters())  # each update reads its grad
+
+
 def test_trace_batches_traces_every_batch_size():
     model = ResidualMLP(32, 2)
     table = trace_batches(model, (32,), [1, 4, 16], "forward")

@@ -4,6 +4,7 @@
 module            what it holds
 ================  ====================================================================
 trace             one step of an nn.Module traced into ATen ops (FakeTensor, FLOP counts)
+trace_state       what a traced step holds between steps; the gradient copies eager autograd skips
 calibration_plan  what a calibration measures: the primitives of each plan
 calibrate         running a calibration into a profile directory
 profiles          a device's calibration profile: loading, finding, synthetic ones

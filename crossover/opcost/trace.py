@@ -51,6 +51,7 @@ import re
 from typing import Optional
 
 from ..errors import TraceError
+from .trace_state import _ALLOCATION, drop_stolen_grad_copies, op_name, state_bytes
 
 __all__ = ["trace_module", "trace_batches", "KINDS", "PHASES", "COLUMNS", "op_kind", "row_args", "op_name"]
 
@@ -90,9 +91,6 @@ _REDUCTION = {"sum", "mean", "amax", "amin", "max", "min", "aminmax", "argmax", 
               "_fused_rms_norm_backward", "nll_loss_forward", "nll_loss2d_forward", "mse_loss",
               "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"}
 _POOL = re.compile(r"_?(adaptive_)?(max|avg)_pool\d")
-#: Ops that allocate and launch nothing.
-_ALLOCATION = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
-               "empty_permuted"}
 #: Ops that fill memory without a tensor input (they launch a fill kernel).
 _FILL = {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "scalar_tensor", "fill",
          "fill_", "zero_", "new_zeros", "new_ones", "new_full"}
@@ -151,25 +149,6 @@ def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _storage_id(tensor):
-    """Which storage ``tensor`` views (views of one tensor share it; fake tensors have one too); None for a
-    tensor without one (a sparse gradient, an opaque oneDNN tensor): it counts as no state."""
-    try:
-        return tensor.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError, TypeError):
-        return None
-
-
-def _state_bytes(recorder, state) -> None:
-    """Fill each row's ``state_bytes`` from the storages it touched (kept alive by the recorder, so no
-    freed storage's address is taken by another) and those of ``state``: the step's parameters, buffers
-    and gradients."""
-    ids = {_storage_id(t) for t in state if t is not None} - {None}
-    for row, touched in zip(recorder.rows, recorder.touched):
-        row["state_bytes"] = 0 if not row["launches"] else sum(
-            {_storage_id(t): t.numel() * t.element_size() for t in touched if _storage_id(t) in ids}.values())
-
-
 class _ModuleStack:
     """The modules running right now, from global forward hooks (left as is when a forward raises)."""
 
@@ -221,7 +200,7 @@ def _recorder(modules: _ModuleStack):
         def __init__(self):
             super().__init__()
             self.rows = []
-            self.touched = []  # each row's tensors, alive until the trace ends (see _state_bytes)
+            self.touched = []  # each row's tensors, alive until the trace ends (see trace_state.state_bytes)
             self.phase = "forward"
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -279,12 +258,6 @@ def row_element_size(row) -> float:
     written = float(row.get("bytes_written") or 0)
     numel = sum(math.prod(tuple(s)) for s in outputs)
     return written / numel if numel and written else 4.0
-
-
-def op_name(op: str) -> str:
-    """``"aten.addmm.default"`` → ``"addmm"``."""
-    parts = str(op).split(".")
-    return parts[1] if len(parts) >= 3 else parts[-1]
 
 
 def _op_args(name: str, args) -> Optional[dict]:
@@ -425,10 +398,12 @@ def trace_module(model, example_input, workload: str = "forward", loss=None, opt
         with _quiet_fake_tensor_log(), fake_mode, modules, torch.set_grad_enabled(train):
             with recorder:
                 output = torch.func.functional_call(model, state, args)
+            stolen = []
             if train:
-                _train_rest(recorder, output, loss, optimizer,
-                            [p for p in dict.fromkeys(state.values()) if p.requires_grad])
-            _state_bytes(recorder, [*state.values(), *(t.grad for t in state.values())])
+                params = [p for p in dict.fromkeys(state.values()) if p.requires_grad]
+                _train_rest(recorder, output, loss, optimizer, params)
+                stolen = drop_stolen_grad_copies(recorder, params)
+            state_bytes(recorder, [*state.values(), *(t.grad for t in state.values()), *stolen])
     except TraceError:
         raise
     except Exception as error:  # the model's own errors: shapes, dtypes, data-dependent ops...
