@@ -66,3 +66,26 @@ def test_each_visit_records_the_bytes_its_step_faults_in():
     fresh = summarise_rounds([r for r in rows if r["key"] == "fresh"])["faulted_bytes"]
     assert 0.9 * 40 * 2**20 <= fresh <= 1.1 * 40 * 2**20
     assert summarise_rounds([r for r in rows if r["key"] == "kept"])["faulted_bytes"] < 2**20
+
+
+def test_the_page_fault_probe_faults_its_pages_in_whatever_the_heap_holds():
+    """The calibration's ``fresh_fill`` faults its 4 MiB in at every call in a process whose heap keeps
+    blocks that large (where ``torch.empty`` of the same size is served from the heap and faults less
+    than half of it)."""
+    probe = ("from crossover.measurement.allocator import fresh_pages_fill\n"
+             "import ctypes\n"
+             "libc = ctypes.CDLL('libc.so.6')\n"
+             "libc.mallopt(-3, 64 * 2**20)  # M_MMAP_THRESHOLD above the probe: torch.empty stays on the heap\n"
+             "libc.mallopt(-1, 256 * 2**20)  # M_TRIM_THRESHOLD: and the heap keeps its free top\n"
+             "kept = torch.empty(2**21); del kept\n"
+             "fill = fresh_pages_fill(2**20)\n"
+             "heap = lambda: torch.empty(2**20).fill_(1.0)\n"
+             "fill(); heap()\n"
+             "mode = sys.argv[1] if len(sys.argv) > 1 else 'fresh'\n")
+    code = _FAULTS.format(before=probe).replace(
+        "def step():", "def step_():").replace("for _ in range(5):\n    step()", "step = fill if mode == 'fresh' else heap")
+    pages = 2**22 // 4096
+    fresh = subprocess.run([sys.executable, "-c", code, "fresh"], capture_output=True, text=True, timeout=120, check=True)
+    heap = subprocess.run([sys.executable, "-c", code, "heap"], capture_output=True, text=True, timeout=120, check=True)
+    assert float(fresh.stdout.split()[-1]) > 0.9 * pages
+    assert float(heap.stdout.split()[-1]) < 0.5 * pages

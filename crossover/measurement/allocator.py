@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import platform
 
-__all__ = ["settle_allocator", "SETTLE_BYTES"]
+__all__ = ["settle_allocator", "SETTLE_BYTES", "fresh_pages_fill"]
 
 #: The block freed to raise glibc's mmap threshold: just under its 32 MiB ceiling
 #: (``DEFAULT_MMAP_THRESHOLD_MAX``; a block freed above the ceiling leaves the threshold where it was).
@@ -57,3 +57,27 @@ def settle_allocator() -> bool:
     del block
     _SETTLED.append(True)
     return True
+
+
+def fresh_pages_fill(n: int):
+    """A call that fills ``n`` floats on anonymous pages mapped for it: what the kernel charges to fault a
+    step's fresh buffer in, page by page (the calibration's ``fresh_fill`` primitive). ``torch.empty`` of
+    the same size is not sure to: glibc serves it from the heap, faulting nothing, when earlier work left
+    a free block that large (on the Intel VM that probe read no faults in two two-thread calibrations of
+    1128m-n and half the usual in a third, while zoo steps of the same processes faulted 123-125 MiB a
+    step). On a system without anonymous maps (Windows), the allocator's fresh block, faulted or not."""
+    import mmap
+
+    import torch
+
+    if not hasattr(mmap, "MAP_ANONYMOUS"):
+        return lambda: torch.empty(n).fill_(1.0)
+
+    def fresh_fill():
+        pages = mmap.mmap(-1, 4 * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        tensor = torch.frombuffer(pages, dtype=torch.float32)
+        tensor.fill_(1.0)
+        del tensor  # the buffer is exported while a tensor views it
+        pages.close()
+
+    return fresh_fill

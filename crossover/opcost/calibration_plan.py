@@ -45,8 +45,8 @@ __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE",
 #: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
 CHAIN_LENGTHS = (1, 17)
 SGD_PARAMS = (1, 16)
-#: Bytes of the page-fault primitives: filling a tensor this large allocated afresh (above glibc's
-#: largest mmap threshold, so mapped and faulted in at every call) against filling one kept.
+#: Bytes of the page-fault primitives: filling a tensor this large on pages mapped afresh at every call
+#: (:func:`crossover.measurement.allocator.fresh_pages_fill`) against filling one kept.
 FRESH_PROBE_BYTES = 40 * 2**20
 _ROW = LONG_ROW  # features of the rows of the reduction primitives (short_rows has their short kin)
 
@@ -323,7 +323,9 @@ def _overhead_step(point: Point, device: str) -> Callable[[], object]:
     if point.name in ("fresh_fill", "reuse_fill"):
         n = int(point.x) // 4
         if point.name == "fresh_fill":
-            return lambda: torch.empty(n, device=device).fill_(1.0)
+            from ..measurement.allocator import fresh_pages_fill
+
+            return fresh_pages_fill(n)
         kept = torch.empty(n, device=device)
         return lambda: kept.fill_(1.0)
     if point.name == "sgd":
