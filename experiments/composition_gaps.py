@@ -17,6 +17,12 @@ scale replaced by a constant per training step (``per-step``), with one term sca
 autograd work and backward kernels together (``one-train``), and with no training term (``events+conv``):
 the error a kind the terms never saw would read, the median over the calibrations.
 
+With ``--intervals``, one line per calibration instead: the reference steps' |error| (a fitted kind's
+leave-one-out error, a held-out kind's as it is) at the interval's coverage over the forward steps and
+over the training steps, the held-out kinds' median, the half-widths the profile gives a forward pass
+and a training step, and the fitted terms; then the median of each column. Run with ``PYTHONPATH`` at
+another checkout, it compares two compositions on the same measurements.
+
     python experiments/composition_gaps.py /tmp/sittings/zoo_t1 /tmp/sittings/zoo_unseen_t1 ...
 """
 
@@ -29,17 +35,63 @@ from pathlib import Path
 import numpy as np
 
 
+def rebuilt(directory: Path):
+    """The profile of the calibration in ``directory`` rebuilt with this code (nothing written)."""
+    import crossover.opcost.calibrate as calibrate
+
+    meta = json.loads((directory / "profile.json").read_text())
+    return calibrate.build_profile(calibrate.read_calibration(directory), device=meta["device"],
+                                   machine=meta.get("machine", "m"), threads=meta.get("threads", 0),
+                                   llc=meta.get("llc_bytes", 32 * 2**20), cache_bytes=meta.get("cache_bytes", 0))
+
+
+#: The columns of ``--intervals``.
+INTERVAL_COLUMNS = ("forward q", "train q", "held-out median", "forward interval", "train interval")
+
+
+def interval_summary(profile) -> dict:
+    """The :data:`INTERVAL_COLUMNS` of one rebuilt profile (pure)."""
+    from crossover.opcost.composition import INTERVAL_COVERAGE
+
+    refs = profile.meta["reference_models"]
+
+    def error(r):
+        return abs(r["error"] if r.get("held_out") else r.get("leave_one_out_error", r["error"]))
+
+    forward = [error(r) for r in refs if r["workload"] == "forward"]
+    train = [error(r) for r in refs if r["workload"] != "forward"]
+    held = [abs(r["error"]) for r in refs if r.get("held_out")]
+    # a checkout from before the split interval has no interval_for: one width for both
+    interval_for = getattr(profile, "interval_for", lambda train: profile.interval_rel or profile.model_error_rel)
+    return {"forward q": float(np.quantile(forward, INTERVAL_COVERAGE)),
+            "train q": float(np.quantile(train, INTERVAL_COVERAGE)),
+            "held-out median": float(np.median(held)) if held else float("nan"),
+            "forward interval": interval_for(False), "train interval": interval_for(True)}
+
+
+def print_intervals(dirs) -> None:
+    """``--intervals``: a line per calibration, then the medians."""
+    from crossover.opcost.composition import INTERVAL_COVERAGE
+
+    print(f"quantile {INTERVAL_COVERAGE:.0%}; " + ", ".join(INTERVAL_COLUMNS) + "; terms")
+    rows = []
+    for folder in dirs:
+        profile = rebuilt(folder)
+        line = interval_summary(profile)
+        rows.append([line[c] for c in INTERVAL_COLUMNS])
+        terms = ", ".join(f"{k} {v:.3g}" for k, v in profile.meta["composition_fit"].items())
+        print(f"{str(folder):28s} " + "  ".join(f"{line[c]:6.1%}" for c in INTERVAL_COLUMNS) + f"   {terms}",
+              flush=True)
+    print(f"{'median of ' + str(len(rows)):28s} " + "  ".join(f"{v:6.1%}" for v in np.median(rows, axis=0)))
+
+
 def reference_gaps(directory: Path) -> list:
     """One dict per reference step of the calibration in ``directory``, the profile rebuilt with this
     code: ``model``, ``workload``, ``batch_size``, ``threads``, ``measured_s``, ``bare_s``, the composition's
     features (:data:`crossover.opcost.composition.FEATURES`) and ``param_kib``."""
-    import crossover.opcost.calibrate as calibrate
     from crossover.opcost.reference_models import reference_model
 
-    meta = json.loads((directory / "profile.json").read_text())
-    profile = calibrate.build_profile(calibrate.read_calibration(directory), device=meta["device"],
-                                      machine=meta.get("machine", "m"), threads=meta.get("threads", 0),
-                                      llc=meta.get("llc_bytes", 32 * 2**20), cache_bytes=meta.get("cache_bytes", 0))
+    profile = rebuilt(directory)
     out = []
     for line in profile.meta.get("reference_models", []):
         kib = sum(p.numel() * p.element_size() for p in reference_model(line["model"]).parameters()) / 1024
@@ -82,6 +134,9 @@ def main(argv=None) -> int:
     parser.add_argument("dirs", nargs="+", type=Path, help="calibration directories (calibration.csv.gz, profile.json)")
     parser.add_argument("--leave-one-kind-out", action="store_true",
                         help="also predict each kind from terms fitted on the others (two feature sets)")
+    parser.add_argument("--intervals", action="store_true",
+                        help="a line per calibration: the reference steps' errors at the interval's coverage, "
+                             "forward and training steps apart, and the profile's intervals")
     args = parser.parse_args(argv)
 
     import pandas as pd
@@ -89,6 +144,9 @@ def main(argv=None) -> int:
     missing = [d for d in args.dirs if not (d / "calibration.csv.gz").exists()]
     if missing:
         parser.error(f"no calibration.csv.gz in {', '.join(map(str, missing))}")
+    if args.intervals:
+        print_intervals(args.dirs)
+        return 0
     rows = pd.DataFrame([dict(row, calibration=str(d)) for d in args.dirs for row in reference_gaps(d)])
     rows["gap_s"] = rows.measured_s - rows.bare_s
     us = 1e6
