@@ -154,3 +154,24 @@ def test_a_recurrent_layer_costed_whole_carries_all_its_weights():
     table = trace_module(model, torch.empty(2, 5, 16, device="meta"), "forward")
     row = fused_recurrent_row(table.to_dict("records"), gru, "0", 2)
     assert row["state_bytes"] == sum(4 * p.numel() for p in gru.parameters())
+
+
+def test_a_fused_layer_pays_for_each_weight_its_products_keep_alone():
+    """A fused encoder layer's products are costed one by one, each weight repeated alone: its weight
+    matrices fit the private caches each (at most 1 MiB of 2) but not together (3.5 MiB: 1.75 caches, three
+    quarters of the way to the plateau's 25 ps a byte), so each pays the step's rate, where an unfused row
+    holding as much state would pay only what the step's rate adds to its own."""
+    from crossover.opcost.reuse import own_state_parts
+
+    weights = [(512, 256), (256, 256), (1024, 256), (256, 1024), (512, 256), (256, 256)]
+    fused = dict(op="aten._transformer_encoder_layer_fwd.default", kind="attention", launches=1,
+                 input_shapes=((1, 16, 256), *weights, (256,)), output_shapes=((1, 16, 256),),
+                 bytes_read=_bytes(*weights), bytes_written=_bytes((1, 16, 256)), state_bytes=_bytes(*weights, (256,)))
+    parts = own_state_parts(fused, fused["state_bytes"])
+    assert parts[:-1] == [_bytes(w) for w in weights] and parts[-1] == 1024
+    seconds, footprint = reuse_s(_profile(), [fused])
+    assert footprint == fused["state_bytes"]
+    assert seconds == pytest.approx(sum(_bytes(w) for w in weights) * 0.75 * 25e-12, rel=1e-3)  # each cached alone
+    plain = dict(fused, op="aten.addmm.default", input_shapes=((1, 256), (256, 256)))
+    assert own_state_parts(plain, plain["state_bytes"]) == [plain["state_bytes"]]
+    assert reuse_s(_profile(), [plain])[0] == pytest.approx(0.0, abs=1e-9)  # its own state's span: the step's

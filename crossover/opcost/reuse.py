@@ -37,7 +37,7 @@ import math
 from typing import Callable, Mapping, Sequence
 
 __all__ = ["REUSE", "REUSE_FACTORS", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
-           "step_footprint_bytes", "reuse_s"]
+           "step_footprint_bytes", "reuse_s", "own_state_parts"]
 
 #: The family of the reuse primitives (CPU only).
 REUSE = "reuse"
@@ -161,5 +161,25 @@ def reuse_s(profile, rows: Sequence[Mapping], cold: bool = False) -> tuple:
     for row in rows:
         state = _count(row, "state_bytes")
         if state and int(row.get("launches", 1) or 0):
-            seconds += state * max(at_step - _rate(curve, state / profile.cache_bytes), 0.0)
+            seconds += sum(part * max(at_step - _rate(curve, part / profile.cache_bytes), 0.0)
+                           for part in own_state_parts(row, state))
     return seconds, footprint
+
+
+def own_state_parts(row: Mapping, state: float) -> list:
+    """The pieces of a row's ``state`` bytes its cost already reads at their own span (pure): a fused
+    layer's weight matrices each (its products are costed on the matrix grid one by one, each weight
+    repeated alone: :mod:`crossover.opcost.fused_layers`) and the rest of its state together; any other
+    row's state whole. On the Intel VM the zoo's encoder layer (5 MiB of weights, none over 2 MiB, against
+    2 and 4 MiB of private caches at one and two threads) read 13-22% low at batch 1 in every sitting of
+    1128e-o without it (``experiments/results/intel-xeon-2c/README.md``)."""
+    from .fused_layers import FUSED_OPS
+    from .trace import row_element_size
+    from .trace_state import op_name
+
+    if op_name(row.get("op", "")) not in FUSED_OPS.values():
+        return [state]
+    size = row_element_size(row)
+    weights = [size * math.prod(shape) for shape in (row.get("input_shapes") or ())[1:] if len(shape) == 2]
+    weights = [w for w in weights if w]
+    return weights + [max(state - sum(weights), 0.0)] if sum(weights) <= state else [state]
