@@ -197,10 +197,10 @@ def test_a_training_steps_gradient_copies_are_the_ones_eager_pytorch_makes(case)
         loss.backward()
     ran = [e.key.split("::")[-1] for e in prof.events() if e.key.startswith("aten::")]
     assert backward_copies(traced) == backward_copies(ran) == 0 and "mm" in ran
-    kept = trace_module(model, x, "train", optimizer=lambda params: torch.optim.SGD(params, lr=0.1))
-    assert len(kept) == len(table)  # the optimizer's own choice (foreach or not) aside, nothing else moves
-    state = table[table.phase == "optimizer"].state_bytes
-    assert state.sum() >= 2 * sum(p.numel() * 4 for p in model.parameters())  # each update reads its grad
+    # the gradient kept as .grad is the one its backward op wrote: that op's row counts it as the step's state
+    written = table[(table.phase == "backward") & (table.kind == "matmul")]
+    weights = sorted(4 * p.numel() for p in model.parameters() if p.dim() == 2)
+    assert all(state >= b for state, b in zip(sorted(written.state_bytes)[-len(weights):], weights))
 
 
 def test_trace_batches_traces_every_batch_size():

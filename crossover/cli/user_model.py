@@ -275,7 +275,7 @@ def _cmd_calibrate(args) -> int:
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
               f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how}); at {INTERVAL_COVERAGE:.0%} a new model's "
-              f"interval, +/-{profile.interval_rel:.1%} for a forward pass, "
+              f"interval, +/-{profile.interval_for(False):.1%} for a forward pass, "
               f"+/-{profile.interval_for(True):.1%} for a training step")
     if profile.device == "cpu" and profile.threads != 1:
         print("  " + (wake_summary(profile) or "threads: none slept over the serial gaps tried (up to "

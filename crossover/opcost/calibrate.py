@@ -11,9 +11,9 @@ did). The overheads are differences of primitives: ``grad_record_s`` is the per-
 with autograd recording minus the same chain under ``no_grad``; the backward engine's cost per op and per call come
 from the slope and intercept of (forward + backward) − forward over two chain lengths, less the backward's own
 multiplications; the optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
-parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling a 40 MiB tensor
-allocated afresh (glibc maps blocks of 32 MiB or more anew at every allocation, and the kernel faults them in page by
-page) less filling one kept, over its bytes (0.25 ns per byte on the 2-core VM, 10-16 times the cost of writing it).
+parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages
+mapped for the call (:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB
+buffers are) less filling a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write).
 ``wake_s`` and ``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
 (:mod:`crossover.opcost.thread_wake`; not timed at one thread). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_``
 alike): the fused inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve

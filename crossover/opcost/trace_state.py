@@ -60,7 +60,7 @@ def drop_stolen_grad_copies(recorder, params) -> list:
         if row["phase"] != "backward" or op_name(row["op"]) != "copy_" or len(touched) < 2:
             continue
         dest, source = touched[0], touched[1]
-        if grads.get(id(dest)) is not dest or uses.get(id(source), 0) > 2:  # made, copied: nothing else
+        if grads.get(id(dest)) is not dest or uses.get(id(source), 0) > 2:  # its producer and this copy only
             continue
         if not obeys_layout_contract(source, dest):
             continue
