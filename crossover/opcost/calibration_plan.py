@@ -106,7 +106,7 @@ class Plan:
     conv_pointwise: bool = True
     #: (reference model, batch size): whole steps, forward and training, that calibrate how ops compose
     reference_models: tuple = (("mlp", 1), ("mlp", 256), ("cnn", 1), ("cnn", 32), ("deep_mlp", 1), ("deep_mlp", 64),
-                               ("norm_mlp", 1), ("norm_mlp", 64))
+                               ("norm_mlp", 1), ("norm_mlp", 64), ("bn_cnn", 1), ("bn_cnn", 16))
     #: Visits of each reference step per round, at two places of its shuffled order: on the 2-core VM a 2-thread
     #: visit runs in one of the host's modes for its whole length (the reference MLP's batch-1 training step:
     #: ~160 or ~265 µs), slow in 3, 5 and 8 of 8 rounds; one fast visit is what the 10th percentile needs.

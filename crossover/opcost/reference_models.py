@@ -13,7 +13,7 @@ from __future__ import annotations
 __all__ = ["REFERENCE_MODELS", "reference_model"]
 
 #: Reference model name -> one sample's shape. See :func:`reference_model`.
-REFERENCE_MODELS = {"mlp": (512,), "cnn": (3, 32, 32), "deep_mlp": (256,), "norm_mlp": (128,)}
+REFERENCE_MODELS = {"mlp": (512,), "cnn": (3, 32, 32), "deep_mlp": (256,), "norm_mlp": (128,), "bn_cnn": (3, 32, 32)}
 
 
 def reference_model(name: str):
@@ -21,7 +21,10 @@ def reference_model(name: str):
 
     ``"mlp"``: 512 → 256 → 256 → 10 with ReLUs. ``"cnn"``: two 3×3 convolutions of 8 and 16 channels with
     ReLU and 2×2 max-pooling, then a linear layer to 10. ``"deep_mlp"``: 256 → 64, four more 64 → 64 layers,
-    → 10, ReLUs between. ``"norm_mlp"``: 128 → 256, ``LayerNorm``, GELU, → 10.
+    → 10, ReLUs between. ``"norm_mlp"``: 128 → 256, ``LayerNorm``, GELU, → 10. ``"bn_cnn"``: the
+    convolution-batch-norm-ReLU unit most CNNs are built of, twice (3 → 16 channels, then 16 → 32 at stride
+    2, no biases), global average pooling and a linear layer to 10: memory-bound ops that read what a
+    convolution just wrote, over activations of up to 1 MiB at batch 16.
     """
     import torch
     from torch import nn
@@ -37,4 +40,8 @@ def reference_model(name: str):
         return nn.Sequential(nn.Linear(256, 64), nn.ReLU(), *hidden, nn.Linear(64, 10))
     if name == "norm_mlp":
         return nn.Sequential(nn.Linear(128, 256), nn.LayerNorm(256), nn.GELU(), nn.Linear(256, 10))
+    if name == "bn_cnn":
+        return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                             nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
     raise ValueError(f"unknown reference model {name!r}; expected one of {', '.join(REFERENCE_MODELS)}")
