@@ -358,12 +358,12 @@ def test_adaptive_max_pooling_is_costed_between_its_long_and_short_plane_curves(
 def test_eval_batch_norm_is_costed_on_its_own_curves_between_long_and_short_planes():
     """An eval-mode batch norm without autograd takes the ``batch_norm`` curves (its planes read and
     written), between the curve of planes of 32 × 32 and that of 8 × 8 by its plane length in log scale
-    (16 × 16 lies half way); in training it is a reduction as before, and so is any norm on a profile
-    without the curves."""
+    (16 × 16 lies half way); in training it takes the training family; any norm on a profile without the
+    curves is a reduction as before."""
     import dataclasses
 
     from crossover.opcost.calibration_plan import PLANS, points
-    from crossover.opcost.layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, layer_family, moved_bytes
+    from crossover.opcost.layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, BATCH_NORM_TRAIN, layer_family, moved_bytes
     from crossover.opcost.module_predict import trace_step
     from crossover.opcost.op_costs import op_cost
 
@@ -375,9 +375,9 @@ def test_eval_batch_norm_is_costed_on_its_own_curves_between_long_and_short_plan
     row = norm_row(16)
     assert layer_family(row, "_native_batch_norm_legit_no_training", inference=True) == BATCH_NORM
     assert layer_family(row, "_native_batch_norm_legit_no_training", inference=False) is None
-    trained = norm_row(16, train=True)  # batch statistics: another kernel
+    trained = norm_row(16, train=True)  # batch statistics: another kernel, another family
     assert "no_training" not in trained["op"]
-    assert layer_family(trained, trained["op"].split(".")[1], inference=True) is None
+    assert layer_family(trained, trained["op"].split(".")[1], inference=True) == BATCH_NORM_TRAIN
     assert moved_bytes(row, BATCH_NORM) == 4.0 * 2 * 4 * 8 * 16 * 16
     base = synthetic_profile("cpu", dispatch_s=1 * US)
     long_only = dataclasses.replace(base, curves=dict(base.curves, **{BATCH_NORM: Curve((1.0,), (40 * US,), rate=1e30)}))
@@ -393,16 +393,22 @@ def test_eval_batch_norm_is_costed_on_its_own_curves_between_long_and_short_plan
 
 
 def test_the_batch_norm_primitive_counts_the_bytes_a_models_row_moves():
-    """Each batch-norm primitive runs (eval mode, its output the input's shape), and its curve's ``x`` is
-    what :func:`moved_bytes` counts for the row a model's batch norm of the same shape traces."""
-    from crossover.opcost.layer_primitives import BATCH_NORM, layer_points, layer_step, moved_bytes
+    """Each batch-norm primitive runs (its output the input's shape), and its curve's ``x`` is what
+    :func:`moved_bytes` counts for the row a model's batch norm of the same shape traces (eval mode in a
+    forward pass; the forward and backward ops of a training step)."""
+    from crossover.opcost.layer_primitives import (BATCH_NORM, BATCH_NORM_BACKWARD, BATCH_NORM_TRAIN, layer_points,
+                                                   layer_step, moved_bytes)
     from crossover.opcost.module_predict import trace_step
 
     for family, _, _, x, shape in (p for p in layer_points((16384, 65536)) if p[0].startswith(BATCH_NORM)):
-        assert tuple(layer_step(family, shape)().shape) == tuple(shape)
-        records = trace_step(nn.BatchNorm2d(shape[1]).eval(), shape[1:], shape[0])[0].to_dict("records")
-        row = next(r for r in records if "batch_norm" in r["op"])
-        assert moved_bytes(row, BATCH_NORM) == x
+        out = layer_step(family, shape)()
+        assert tuple((out[0] if isinstance(out, tuple) else out).shape) == tuple(shape)
+        training = family in (BATCH_NORM_TRAIN, BATCH_NORM_BACKWARD)
+        model = nn.BatchNorm2d(shape[1]).train(training)
+        records = trace_step(model, shape[1:], shape[0], "train" if training else "forward")[0].to_dict("records")
+        wanted = "batch_norm_backward" if family == BATCH_NORM_BACKWARD else "batch_norm"
+        row = next(r for r in records if wanted in r["op"])
+        assert moved_bytes(row, family if training else BATCH_NORM) == x
 
 
 def test_a_cpu_mean_pays_its_division_beside_the_sum():
@@ -555,3 +561,36 @@ def test_the_forward_convolution_share_scales_a_depthwise_convolution_on_its_cur
         return step_prediction(profile, rows, module_calls=1, n_params=1, param_bytes=0)["latency_s"]
 
     assert step(0.5) - step(0.0) == pytest.approx(0.5 * (cost.host_s - cost.floor_s), rel=1e-6)
+
+
+def test_training_batch_norm_is_costed_on_its_own_curves_and_its_primitives_run_the_traced_ops():
+    """A training step's batch norm (statistics computed) and its backward op take the
+    ``batch_norm_train`` and ``batch_norm_backward`` curves over the bytes they move (the input and
+    output; the output's gradient, the input and its gradient), on a profile with them; without them, a
+    reduction over the trace's bytes as before. The primitives call the very ops the trace records."""
+    import dataclasses
+
+    from crossover.opcost.layer_primitives import (BATCH_NORM_BACKWARD, BATCH_NORM_TRAIN, layer_family, layer_step,
+                                                   moved_bytes)
+    from crossover.opcost.module_predict import trace_step
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.trace import op_name
+
+    records = trace_step(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)), (3, 18, 18), 4, "train")[0]
+    rows = records.to_dict("records")
+    forward = next(r for r in rows if "batch_norm" in r["op"] and r.get("phase") != "backward")
+    backward = next(r for r in rows if "batch_norm_backward" in r["op"])
+    assert layer_family(forward, op_name(forward["op"]), inference=False) == BATCH_NORM_TRAIN
+    assert layer_family(backward, op_name(backward["op"]), inference=False) == BATCH_NORM_BACKWARD
+    elements = 4 * 8 * 16 * 16
+    assert moved_bytes(forward, BATCH_NORM_TRAIN) == 4.0 * 2 * elements
+    assert moved_bytes(backward, BATCH_NORM_BACKWARD) == 4.0 * 3 * elements
+    base = synthetic_profile("cpu", dispatch_s=1 * US)
+    curves = {BATCH_NORM_TRAIN: Curve((1.0,), (30 * US,), rate=1e30), BATCH_NORM_BACKWARD: Curve((1.0,), (50 * US,), rate=1e30)}
+    calibrated = dataclasses.replace(base, curves=dict(base.curves, **curves))
+    assert op_cost(base, forward).family == op_cost(base, backward).family == "reduction"
+    assert op_cost(calibrated, forward).host_s == pytest.approx(30 * US)
+    assert op_cost(calibrated, backward).host_s == pytest.approx(50 * US)
+    for family in (BATCH_NORM_TRAIN, BATCH_NORM_BACKWARD):
+        out = layer_step(family, (2, 16, 8, 8))()
+        assert tuple(out[0].shape) == (2, 16, 8, 8)

@@ -67,3 +67,50 @@ def test_only_a_strided_native_convolution_pays_the_unfolding():
     batch_8 = _conv_row(16, 32, 2, 32, batch=8)  # oneDNN's kernel: not the native unfolding
     assert conv_backend(batch_8, 1) == "mkldnn"
     assert op_cost(with_extra, batch_8).host_s == op_cost(plain, batch_8).host_s
+
+
+def _backward_rows(stride, batch=8, first=False):
+    """The convolution backward rows of a training step of conv(3→16, stride) · conv(16→32, stride) over
+    32 × 32 images: the first layer's (its weight's gradient alone) and the second's, or the latter only."""
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, stride=stride, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 32, 3, stride=stride, padding=1))
+    table, _ = trace_step(model, (3, 32, 32), batch, "train")
+    rows = [r for r in table.to_dict("records") if "convolution_backward" in r["op"]]
+    return rows if first else [r for r in rows if tuple(r["input_shapes"][1])[1] == 16][0]
+
+
+def test_the_quick_plan_times_strided_input_gradients_on_a_cpu_only_and_the_rate_is_recovered():
+    from crossover.opcost.conv_primitives import STRIDED_BACKWARD, STRIDED_BACKWARD_SHAPES, fit_strided_grad_input_s
+
+    pts = [p for p in points(PLANS["quick"]) if p.family == STRIDED_BACKWARD]
+    assert [p.shape for p in pts] == list(STRIDED_BACKWARD_SHAPES)
+    assert not [p for p in points(PLANS["quick"], "cuda") if p.family == STRIDED_BACKWARD]
+    assert not [p for p in points(PLANS["smoke"]) if p.family == STRIDED_BACKWARD]
+    grad_input = make_step(pts[0], "cpu")()[0]  # the input's gradient alone, as large as the input
+    batch, c_in, _, _, side = pts[0].shape
+    assert tuple(grad_input.shape) == (batch, c_in, side, side)
+    rows = {STRIDED_BACKWARD: [(3e-9 * b * c * s * s, 0.0, dict(shape="x".join(map(str, (b, c, o, k, s)))))
+                               for b, c, o, k, s in STRIDED_BACKWARD_SHAPES]}
+    assert fit_strided_grad_input_s(rows) == {"strided_grad_input_element_s": pytest.approx(3e-9)}
+    assert fit_strided_grad_input_s({}) == {}  # a calibration from before the primitives
+
+
+def test_a_strided_convolutions_input_gradient_is_costed_over_its_input_at_the_calibrated_rate():
+    """On oneDNN the input gradient of a strided convolution costs the input's elements times the calibrated
+    rate, where that is more than half the stride-1 grid's cost of both gradients; the weight's half stays.
+    A stride-1 convolution, the first layer's weight gradient and a profile without the rate: as before."""
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((16.0, 1e5), (16.0, 1e5), ((1 * US, 10 * US), (100 * US, 1000 * US)))
+    plain = dataclasses.replace(base, grids={**base.grids, "conv_backward@16": grid})
+    rate = 10e-9
+    calibrated = dataclasses.replace(plain, overheads={**plain.overheads, "strided_grad_input_element_s": rate})
+    strided = _backward_rows(2)
+    before = op_cost(plain, strided).host_s
+    assert tuple(strided["input_shapes"][1]) == (8, 16, 16, 16)
+    assert op_cost(calibrated, strided).host_s == pytest.approx(before / 2 + max(before / 2, 8 * 16 * 16 * 16 * rate))
+    assert op_cost(calibrated, strided).host_s > before
+    stride_1 = _backward_rows(1)
+    assert op_cost(calibrated, stride_1).host_s == op_cost(plain, stride_1).host_s
+    first = _backward_rows(2, first=True)[-1]  # autograd runs the last layer's first; the first layer's last
+    assert tuple(first["input_shapes"][1])[1] == 3
+    assert op_cost(calibrated, first).host_s == op_cost(plain, first).host_s

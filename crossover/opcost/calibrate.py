@@ -65,8 +65,8 @@ from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
-from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, TRANSPOSED,
-                              TRANSPOSED_GRID, cell_kn, native_terms)
+from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, STRIDED_BACKWARD,
+                              TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
@@ -450,8 +450,8 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     curves = {}
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
-                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, TRANSPOSED, POINTWISE, BATCHED, DILATED,
-                      ATTENTION_BACKWARD, WAKE, FUSED, REUSE):
+                      "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE,
+                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, FUSED, REUSE):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

@@ -30,8 +30,8 @@ from .batched_products import BATCHED, batched_points, batched_step
 from .short_rows import (LONG_ROW, SHORT_ROWS, SUBVECTOR_BACKWARD, SUBVECTOR_FORWARD, row_op_bytes, short_row_points,
                          short_row_step, subvector_points, subvector_step, vector_floats)
 from .fused_layers import FUSED, fused_points, fused_step
-from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, TRANSPOSED, conv_input_shape, conv_output_shape, conv_points,
-                              conv_step)
+from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, STRIDED_BACKWARD, TRANSPOSED, conv_input_shape,
+                              conv_output_shape, conv_points, conv_step)
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 from .reuse import REUSE, reuse_points, reuse_step
@@ -459,7 +459,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return reuse_step(point.x, private_cache_bytes() * torch.get_num_threads(), device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)
-    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, TRANSPOSED, POINTWISE, DILATED):
+    if point.family in ("conv", "conv_backward", "conv1d", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE, DILATED):
         return conv_step(point.family, point.name, point.shape, device)
     if point.family == ACTIVATION_FAMILY:
         return activation_step(point.name, point.n, device)

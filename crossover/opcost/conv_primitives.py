@@ -30,7 +30,8 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
            "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
-           "fit_dilated_column_s", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
+           "fit_dilated_column_s", "STRIDED_BACKWARD", "STRIDED_BACKWARD_SHAPES", "STRIDED_GRAD_INPUT",
+           "fit_strided_grad_input_s", "is_strided_backward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -151,6 +152,50 @@ def cell_kn(row, m: int, device: str, unfold_macs=None) -> float:
 STRIDED = "conv_strided"
 STRIDED_CHANNELS = ((3, 16, 3), (16, 32, 3), (32, 64, 3))
 STRIDED_SIDE = 32
+
+
+#: The family of the strided convolutions' input gradients (CPU only): ``convolution_backward`` of a 3×3
+#: convolution at stride 2 with only the input's gradient asked for, at each ``(batch, C_in, C_out, k,
+#: side)`` of ``STRIDED_BACKWARD_SHAPES`` (none a reference or zoo model's). The ``conv_backward`` grid is
+#: timed at stride 1 and indexed by the output's pixels; oneDNN's input gradient of a strided convolution
+#: runs over the input's pixels at a rate of its own. On the 2-core VM it took 1.7-10.4 times the stride-1
+#: one of the same output at one thread and 1.4-6.9 at two, while its time per input-gradient element
+#: stayed within 6-11.5 ns at one thread and 2.7-8.6 at two, whatever the channels and kernel
+#: (``experiments/bench_strided_backward.py``, its logs in ``experiments/results/intel-xeon-2c/logs``).
+STRIDED_BACKWARD = "conv_backward_strided"
+STRIDED_BACKWARD_SHAPES = ((8, 8, 8, 3, 32), (8, 32, 32, 3, 16))
+#: ``overheads`` key: seconds per element of a strided convolution's input gradient (:func:`fit_strided_grad_input_s`).
+STRIDED_GRAD_INPUT = "strided_grad_input_element_s"
+
+
+def fit_strided_grad_input_s(families) -> dict:
+    """``{STRIDED_GRAD_INPUT: s}`` (pure): the median over the ``STRIDED_BACKWARD`` primitives of their
+    seconds per input-gradient element (batch × C_in × side²); ``{}`` without them (a calibration from
+    before the family, or a GPU's)."""
+    import math
+
+    import numpy as np
+
+    per_element = []
+    for seconds, _, row in families.get(STRIDED_BACKWARD, []):
+        batch, c_in, _, _, side = (int(v) for v in str(row.get("shape")).split("x"))
+        if math.isfinite(seconds):
+            per_element.append(seconds / (batch * c_in * side * side))
+    return {STRIDED_GRAD_INPUT: float(np.median(per_element))} if per_element else {}
+
+
+def is_strided_backward(row) -> bool:
+    """Whether a traced row is the backward op of a 2-D convolution of stride above 1, one group, not
+    transposed, that computes its input's gradient (the first layer's computes the weight's alone)."""
+    from .trace import row_args
+
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    if "convolution_backward" not in str(row.get("op", "")) or len(shapes) < 3 or len(shapes[1]) != 4:
+        return False
+    args = row_args(row)
+    outputs = [tuple(s) for s in row.get("output_shapes") or ()]
+    return (any(int(v) > 1 for v in args.get("stride") or (1,)) and int(args.get("groups", 1)) == 1
+            and not args.get("transposed") and bool(outputs) and outputs[0] == shapes[1])
 
 
 #: The family of the transposed convolutions (CPU only): ``ConvTranspose2d(C_in, C_out, k, stride=2,
@@ -288,9 +333,10 @@ def fit_dilated_column_s(families) -> dict:
 def native_terms(families) -> dict:
     """The native path's terms of a CPU calibration (pure): ``native_stride_column_s``
     (:func:`fit_strided_column_s`), the unfolding (:func:`fit_native_unfold`) and the dilated rate
-    (:func:`fit_dilated_column_s`)."""
+    (:func:`fit_dilated_column_s`), and oneDNN's rate for a strided convolution's input gradient
+    (:func:`fit_strided_grad_input_s`)."""
     return dict(native_stride_column_s=fit_strided_column_s(families), **fit_native_unfold(families),
-                **fit_dilated_column_s(families))
+                **fit_dilated_column_s(families), **fit_strided_grad_input_s(families))
 
 
 def conv_points(plan, device: str = "cpu") -> list:
@@ -306,7 +352,9 @@ def conv_points(plan, device: str = "cpu") -> list:
         side = STRIDED_SIDE // 2
         out += [(STRIDED, CONV_BACKENDS[1], side * side, 2.0 * side * side * c_in * k * k * c_out,
                  (1, c_in, c_out, k, STRIDED_SIDE)) for c_in, c_out, k in STRIDED_CHANNELS]
-    if device == "cpu" and plan.conv_transposed:
+    if device == "cpu" and plan.conv_transposed:  # the plans with the convolutions' other kinds
+        out += [(STRIDED_BACKWARD, CONV_BACKENDS[0], b * (side // 2) ** 2, 2.0 * b * side * side * c_in * k * k * c_out,
+                 (b, c_in, c_out, k, side)) for b, c_in, c_out, k, side in STRIDED_BACKWARD_SHAPES]
         pixels = TRANSPOSED_SIDE**2  # the grid's M: the input's pixels over the batch
         out += [(TRANSPOSED, TRANSPOSED_GRID[2], b * pixels, 2.0 * b * pixels * c_in * c_out * k * k,
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
@@ -336,7 +384,7 @@ def conv_input_shape(family: str, shape) -> tuple:
 def conv_output_shape(family: str, shape) -> tuple:
     """The output's shape (a backward primitive's: its input gradient's, as large as the input)."""
     batch, c_in, c_out, _, side = shape
-    channels = c_in if family == "conv_backward" else c_out
+    channels = c_in if family in ("conv_backward", STRIDED_BACKWARD) else c_out
     side = 2 * side if family == TRANSPOSED else side
     return (batch, channels, side) if family in ("conv1d", DILATED) else (batch, channels, side, side)
 
@@ -356,6 +404,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return torch.conv_transpose2d(x, w, bias, stride=2, padding=(kernel - 2) // 2)
+    elif family == STRIDED_BACKWARD:  # the input's gradient alone, at stride 2
+        grad = torch.conv2d(x, w, None, stride=2, padding=pad)
+        backward = torch.ops.aten.convolution_backward.default
+
+        def call():
+            return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, [True, False, False])
     elif family in ("conv", "conv1d", STRIDED, POINTWISE, DILATED):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1

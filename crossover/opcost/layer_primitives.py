@@ -25,7 +25,12 @@ pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
   took 11.2 µs alone against 7.2 µs from that curve and a module call, over 8 × 64 × 8 × 8 11.6 µs
   (``experiments/bench_layer_costs.py``; the depthwise CNN's six batch norms,
   ``experiments/results/intel-xeon-2c``). Timed over planes of 32 × 32 and of 8 × 8
-  (``batch_norm_short``), a row costed between the two by its plane's length as adaptive pooling is.
+  (``batch_norm_short``), a row costed between the two by its plane's length as adaptive pooling is;
+- ``batch_norm_train`` and ``batch_norm_backward``: batch norm in a training step (``_native_batch_norm_legit``,
+  which computes each channel's statistics, and ``native_batch_norm_backward``), over planes of 32 × 32.
+  Costed as reductions over their bytes, the calibration's ``bn_cnn`` reference model's training steps read
+  30-45% low on the Intel VM; under ``torch.profiler`` (one thread, batch 16) its two forward batch norms
+  took 1.09 ms against 0.20 costed so, and their backward ops 0.47 against 0.28.
 
 Each is a curve over bytes moved (:func:`moved_bytes`); a profile without the curve (a calibration from
 before these primitives) costs the row as before, with the trace's bytes (a gather's whole table: on
@@ -39,17 +44,22 @@ from typing import Mapping, Optional
 
 __all__ = ["LAYER_OPS", "LAYER_FAMILIES", "layer_points", "layer_step", "layer_family", "moved_bytes",
            "over_plane_length", "beyond_the_op", "SHORT_PLANES", "SHORT_PLANE_FAMILY", "BATCH_NORM", "BATCH_NORM_SHORT",
+           "BATCH_NORM_TRAIN", "BATCH_NORM_BACKWARD",
            "EMBEDDING_ROWS", "EMBEDDING_WIDTH", "BAG_SIZE"]
 
 #: The primitive of each family (its op name in the plan).
 LAYER_OPS = {"pool1d": "max_pool1d", "adaptive_pool": "adaptive_max_pool1d", "conv_depthwise": "conv_depthwise",
              "gather": "embedding_bag", "adaptive_pool_short": "adaptive_max_pool1d",
-             "batch_norm": "batch_norm", "batch_norm_short": "batch_norm"}
+             "batch_norm": "batch_norm", "batch_norm_short": "batch_norm", "batch_norm_train": "batch_norm_train",
+             "batch_norm_backward": "batch_norm_backward"}
 LAYER_FAMILIES = tuple(LAYER_OPS)
 #: The family timing adaptive max-pooling over short planes (:func:`over_plane_length`).
 SHORT_PLANES = "adaptive_pool_short"
 #: The families timing batch norm over long and short planes, and their planes' sides.
 BATCH_NORM, BATCH_NORM_SHORT = "batch_norm", "batch_norm_short"
+#: The families timing batch norm in a training step: its forward op (statistics and all) and its backward op.
+BATCH_NORM_TRAIN, BATCH_NORM_BACKWARD = "batch_norm_train", "batch_norm_backward"
+_NORM_TRAINING = (BATCH_NORM_TRAIN, BATCH_NORM_BACKWARD)
 _NORM_CHANNELS, _NORM_SIDE, _NORM_SHORT_SIDE = 16, 32, 8
 #: The family of short planes beside each family of long ones (:func:`over_plane_length`).
 SHORT_PLANE_FAMILY = {"adaptive_pool": SHORT_PLANES, BATCH_NORM: BATCH_NORM_SHORT}
@@ -65,8 +75,8 @@ def _shape(family: str, n: int) -> tuple:
         return (max(n // (_CHANNELS * _SHORT_LENGTH), 1), _CHANNELS, _SHORT_LENGTH)
     if family == "conv_depthwise":
         return (max(n // (16 * _SIDE * _SIDE), 1), 16, _SIDE, _SIDE)
-    if family in (BATCH_NORM, BATCH_NORM_SHORT):
-        side = _NORM_SIDE if family == BATCH_NORM else _NORM_SHORT_SIDE
+    if family in (BATCH_NORM, BATCH_NORM_SHORT, *_NORM_TRAINING):
+        side = _NORM_SHORT_SIDE if family == BATCH_NORM_SHORT else _NORM_SIDE
         return (max(n // (_NORM_CHANNELS * side * side), 1), _NORM_CHANNELS, side, side)
     return (max(n // (EMBEDDING_WIDTH * BAG_SIZE), 1), BAG_SIZE)  # gather: bags of BAG_SIZE ids
 
@@ -79,8 +89,10 @@ def _primitive_bytes(family: str, shape: tuple) -> float:
     if family in ("adaptive_pool", SHORT_PLANES):
         n = shape[0] * shape[1] * shape[2]
         return 4.0 * n + 12.0 * shape[0] * shape[1]  # values and int64 indices of one output per channel
-    if family in ("conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT):  # the input read, the output written
+    if family in ("conv_depthwise", BATCH_NORM, BATCH_NORM_SHORT, BATCH_NORM_TRAIN):  # the input read, the output written
         return 4.0 * 2 * _count(shape)
+    if family == BATCH_NORM_BACKWARD:  # the output's gradient and the input read, the input's gradient written
+        return 4.0 * 3 * _count(shape)
     bags, size = shape
     return 4.0 * bags * size * EMBEDDING_WIDTH + 4.0 * bags * EMBEDDING_WIDTH + 8.0 * bags * size
 
@@ -107,6 +119,17 @@ def layer_step(family: str, shape: tuple, device: str = "cpu"):
         norm = torch.nn.BatchNorm2d(shape[1]).to(device).eval()
         x = torch.randn(shape, device=device)
         op = lambda: norm(x)  # noqa: E731
+    elif family in _NORM_TRAINING:  # the ops a training step's trace records, called as they are
+        channels = shape[1]
+        x, grad = torch.randn(shape, device=device), torch.randn(shape, device=device)
+        weight, bias = torch.ones(channels, device=device), torch.zeros(channels, device=device)
+        mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
+        _, saved_mean, saved_invstd = torch.ops.aten._native_batch_norm_legit(x, weight, bias, mean, var, True, 0.1, 1e-5)
+        if family == BATCH_NORM_TRAIN:
+            op = lambda: torch.ops.aten._native_batch_norm_legit(x, weight, bias, mean, var, True, 0.1, 1e-5)  # noqa: E731
+        else:
+            op = lambda: torch.ops.aten.native_batch_norm_backward(  # noqa: E731
+                grad, x, weight, mean, var, saved_mean, saved_invstd, True, 1e-5, [True, True, True])
     elif family == "gather":
         bag = torch.nn.EmbeddingBag(EMBEDDING_ROWS, EMBEDDING_WIDTH, mode="mean").to(device)
         ids = torch.randint(0, EMBEDDING_ROWS, shape, device=device)
@@ -148,6 +171,10 @@ def layer_family(row: Mapping, name: str, *, inference: bool, device: str = "cpu
         return "gather"
     if name == "_native_batch_norm_legit_no_training" and inference and shapes and len(shapes[0]) in (3, 4, 5):
         return BATCH_NORM  # eval mode without autograd, over planes (a BatchNorm1d over (N, C) has none)
+    if name in ("_native_batch_norm_legit", "native_batch_norm") and shapes and len(shapes[0]) in (3, 4, 5):
+        return BATCH_NORM_TRAIN  # training mode: each channel's statistics computed
+    if name == "native_batch_norm_backward" and len(shapes) > 1 and len(shapes[1]) in (3, 4, 5):
+        return BATCH_NORM_BACKWARD
     return None
 
 
@@ -159,8 +186,10 @@ def moved_bytes(row: Mapping, family: str) -> Optional[float]:
     outputs = [tuple(s) for s in (row.get("output_shapes") or ())]
     if family == "pool1d" and shapes and outputs:  # the 1-D kernel writes no indices
         return 4.0 * (_count(shapes[0]) + _count(outputs[0]))
-    if family == BATCH_NORM and shapes:  # the planes read and written (the per-channel factors are few)
+    if family in (BATCH_NORM, BATCH_NORM_TRAIN) and shapes:  # the planes read and written (the per-channel factors are few)
         return 4.0 * 2 * _count(shapes[0])
+    if family == BATCH_NORM_BACKWARD and shapes:
+        return 4.0 * 3 * _count(shapes[0])
     if family != "gather":
         return None
     if len(shapes) < 2 or len(shapes[0]) != 2:

@@ -18,6 +18,9 @@ bounds it. How each kind is costed:
   (:func:`conv_backend`; a profile without grids: seconds against FLOPs). A forward 1×1 convolution of
   stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own grids of such convolutions (oneDNN's
   and the native path's) where the profile has them, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
+  A strided convolution's input gradient on oneDNN: over the input's elements at the calibration's
+  ``strided_grad_input_element_s`` (:data:`~crossover.opcost.conv_primitives.STRIDED_BACKWARD`), at least
+  the grid's stride-1 half.
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -50,7 +53,8 @@ from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_o
                          strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
+from .conv_primitives import (ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_GRAD_INPUT, TRANSPOSED, is_pointwise,
+                              is_strided_backward, on_transposed_grid)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -356,6 +360,11 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         elif family != "conv_backward" and not native:
             dims = blocked_dims(profile, row, dims)
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
+        rate = (profile.overheads or {}).get(STRIDED_GRAD_INPUT)
+        if family == "conv_backward" and rate and not native and share >= 1.0 and is_strided_backward(row):
+            # the input's gradient over the input's elements at oneDNN's strided rate, the grid's (stride-1) half
+            # at the least; the weight's as the grid costs it
+            seconds = seconds / 2 + max(seconds / 2, _prod(tuple(row["input_shapes"][1])) * rate)
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * unfold_rate_s(profile, row)
         return seconds

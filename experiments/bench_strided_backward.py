@@ -1,0 +1,66 @@
+"""A strided convolution's gradients against the stride-1 convolution of the same output, alone.
+
+For several ``(batch, C_in → C_out, side, k)`` each stride-2 convolution over ``side × side`` images is
+paired with the stride-1 one over ``side/2`` (the same output pixels and FLOPs): the 10th percentile of
+20 calls of its input gradient, its weight gradient (``aten.convolution_backward`` with one output each)
+and its forward pass, then the input gradient's time per input-gradient element. The calibration's
+``conv_backward`` grid is timed at stride 1 and indexed by the output's pixels, which is what a strided
+convolution's input gradient is not costed right by.
+
+    python experiments/bench_strided_backward.py [--threads 1]
+
+Run it on a quiet machine (about 20 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+SHAPES = ((16, 16, 32, 32, 3), (8, 64, 64, 16, 3), (8, 8, 16, 64, 3), (1, 32, 64, 32, 3), (64, 16, 16, 16, 3),
+          (16, 16, 32, 32, 1), (8, 32, 32, 32, 5))
+
+
+def p10_us(fn, calls: int = 20) -> float:
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[calls // 10] * 1e6
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    backward = torch.ops.aten.convolution_backward.default
+    print(f"{args.threads} thread(s); µs: input gradient / weight gradient / forward, stride 2 then stride 1 "
+          f"(same output), their ratios, and the stride-2 input gradient per input element (ns)")
+    for batch, c_in, c_out, side, k in SHAPES:
+        w = torch.randn(c_out, c_in, k, k)
+        res = {}
+        for stride, s in ((2, side), (1, side // 2)):
+            x = torch.randn(batch, c_in, s, s)
+            y = torch.conv2d(x, w, None, stride, k // 2)
+            g = torch.randn_like(y)
+
+            def grad(mask, g=g, x=x, stride=stride):
+                return lambda: backward(g, x, w, None, [stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], 1, mask)
+            res[stride] = (p10_us(grad([True, False, False])), p10_us(grad([False, True, False])),
+                           p10_us(lambda x=x, stride=stride: torch.conv2d(x, w, None, stride, k // 2)))
+        s2, s1 = res[2], res[1]
+        per_element_ns = s2[0] * 1e3 / (batch * c_in * side * side)
+        print(f"b{batch:<3d} {c_in:>2d}->{c_out:<2d} side {side:2d} k{k}:  stride 2 {s2[0]:6.0f} / {s2[1]:5.0f} / "
+              f"{s2[2]:5.0f}   stride 1 {s1[0]:5.0f} / {s1[1]:5.0f} / {s1[2]:5.0f}   ratios {s2[0] / s1[0]:5.2f} "
+              f"{s2[1] / s1[1]:4.2f} {s2[2] / s1[2]:4.2f}   {per_element_ns:5.1f} ns an input element")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
