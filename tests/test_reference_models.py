@@ -1,4 +1,4 @@
-"""The calibration's reference models: four generic kinds, each timed at one sample and at a batch."""
+"""The calibration's reference models: five generic kinds, each timed at one sample and at a batch."""
 
 import pytest
 import torch

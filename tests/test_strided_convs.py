@@ -83,15 +83,30 @@ def test_the_quick_plan_times_strided_input_gradients_on_a_cpu_only_and_the_rate
     from crossover.opcost.conv_primitives import STRIDED_BACKWARD, STRIDED_BACKWARD_SHAPES, fit_strided_grad_input_s
 
     pts = [p for p in points(PLANS["quick"]) if p.family == STRIDED_BACKWARD]
-    assert [p.shape for p in pts] == list(STRIDED_BACKWARD_SHAPES)
+    assert sorted({p.shape for p in pts}) == sorted(STRIDED_BACKWARD_SHAPES)
+    assert {p.name for p in pts} == {"conv2d", "forward", "forward_stride1"}
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family == STRIDED_BACKWARD]
     assert not [p for p in points(PLANS["smoke"]) if p.family == STRIDED_BACKWARD]
-    grad_input = make_step(pts[0], "cpu")()[0]  # the input's gradient alone, as large as the input
-    batch, c_in, _, _, side = pts[0].shape
+    by_name = {p.name: p for p in pts if p.shape == STRIDED_BACKWARD_SHAPES[0]}
+    batch, c_in, c_out, _, side = by_name["conv2d"].shape
+    grad_input = make_step(by_name["conv2d"], "cpu")()[0]  # the input's gradient alone, as large as the input
     assert tuple(grad_input.shape) == (batch, c_in, side, side)
-    rows = {STRIDED_BACKWARD: [(3e-9 * b * c * s * s, 0.0, dict(shape="x".join(map(str, (b, c, o, k, s)))))
-                               for b, c, o, k, s in STRIDED_BACKWARD_SHAPES]}
-    assert fit_strided_grad_input_s(rows) == {"strided_grad_input_element_s": pytest.approx(3e-9)}
+    for name in ("forward", "forward_stride1"):  # the same output
+        assert tuple(make_step(by_name[name], "cpu")().shape) == (batch, c_out, side // 2, side // 2)
+
+    def rows(forward_extra_s):
+        out = []
+        for b, c, o, k, s in STRIDED_BACKWARD_SHAPES:
+            shape = "x".join(map(str, (b, c, o, k, s)))
+            out += [(3e-9 * b * c * s * s, 0.0, dict(name="conv2d", shape=shape)),
+                    (1e-4 + forward_extra_s * b * c * s * s, 0.0, dict(name="forward", shape=shape)),
+                    (1e-4, 0.0, dict(name="forward_stride1", shape=shape))]
+        return {STRIDED_BACKWARD: out}
+    assert fit_strided_grad_input_s(rows(0.5e-9)) == {"strided_grad_input_element_s": pytest.approx(3e-9),
+                                                      "strided_forward_input_element_s": pytest.approx(0.5e-9)}
+    assert fit_strided_grad_input_s(rows(-1e-9))["strided_forward_input_element_s"] == 0.0  # never negative
+    input_grads_only = {STRIDED_BACKWARD: [r for r in rows(0.0)[STRIDED_BACKWARD] if r[2]["name"] == "conv2d"]}
+    assert fit_strided_grad_input_s(input_grads_only) == {"strided_grad_input_element_s": pytest.approx(3e-9)}
     assert fit_strided_grad_input_s({}) == {}  # a calibration from before the primitives
 
 
@@ -114,3 +129,21 @@ def test_a_strided_convolutions_input_gradient_is_costed_over_its_input_at_the_c
     first = _backward_rows(2, first=True)[-1]  # autograd runs the last layer's first; the first layer's last
     assert tuple(first["input_shapes"][1])[1] == 3
     assert op_cost(calibrated, first).host_s == op_cost(plain, first).host_s
+
+
+def test_a_strided_forward_convolution_on_onednn_pays_per_input_element():
+    """A strided forward convolution on oneDNN adds the calibrated seconds per input element to the grid's
+    cost of its output; a stride-1 one, a grouped one and one on the native path do not."""
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((16.0, 1e5), (16.0, 1e5), ((1 * US, 10 * US), (100 * US, 1000 * US)))
+    plain = dataclasses.replace(base, grids={**base.grids, "conv@16": grid, "conv_native@16": grid})
+    rate = 1e-9
+    calibrated = dataclasses.replace(plain, overheads={**plain.overheads, "strided_forward_input_element_s": rate})
+    strided = _conv_row(16, 32, 2, 32, batch=8)
+    assert conv_backend(strided, 1) == "mkldnn"
+    assert op_cost(calibrated, strided).host_s == pytest.approx(op_cost(plain, strided).host_s + 8 * 16 * 32 * 32 * rate)
+    for row in (_conv_row(16, 32, 1, 32, batch=8), _conv_row(16, 32, 2, 32)):  # stride 1; one image: native
+        assert op_cost(calibrated, row).host_s == op_cost(plain, row).host_s
+    grouped, _ = trace_step(nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), (16, 32, 32), 8, "forward")
+    row = next(r for r in grouped.to_dict("records") if "convolution" in r["op"])
+    assert op_cost(calibrated, row).host_s == op_cost(plain, row).host_s

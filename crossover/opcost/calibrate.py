@@ -22,7 +22,7 @@ reference's mean relative deviation from its median. A calibration cut short kee
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
 real model than per node of a chain, and a sequence of different ops dispatches slower than one op
-repeated. Four generic reference models (:data:`REFERENCE_MODELS
+repeated. Five generic reference models (:data:`REFERENCE_MODELS
 <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
 step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
 a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on

@@ -9,7 +9,7 @@ with oneDNN off (PyTorch's native path for a single small image), fills of a fre
 tensor (page faults), a parallel op after serial gaps (thread wake-ups), elementwise ops, reductions and
 max-pooling from 1K to 16M elements, scaled-dot-product attention, on a CPU the fused attention and
 encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and the whole
-steps of four small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
+steps of five small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
 beyond their sum. :func:`points` lists a plan's primitives as
 :class:`Point` records; :func:`make_step` builds one's step function on a device. Nothing is timed here.
 """

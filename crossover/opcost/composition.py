@@ -1,9 +1,9 @@
 """How ops compose into a step, fitted on a calibration's reference models (pure).
 
-The calibration times four generic reference models whole (:data:`REFERENCE_MODELS
+The calibration times five generic reference models whole (:data:`REFERENCE_MODELS
 <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's), fits the
 :data:`COMPOSITION_TERMS` to what the primitives leave unexplained on two of them
-(:data:`FIT_REFERENCES`) and predicts the other two with them, unseen: a prediction's interval is the
+(:data:`FIT_REFERENCES`) and predicts the others with them, unseen: a prediction's interval is the
 error of both kinds (see :mod:`crossover.opcost.calibrate` for what each term stands for, and on a GPU
 the synchronised steps).
 

@@ -31,7 +31,7 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
            "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
            "fit_dilated_column_s", "STRIDED_BACKWARD", "STRIDED_BACKWARD_SHAPES", "STRIDED_GRAD_INPUT",
-           "fit_strided_grad_input_s", "is_strided_backward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
+           "STRIDED_FORWARD_INPUT", "STRIDED_FORWARD_NAMES", "fit_strided_grad_input_s", "is_strided_backward", "is_strided_forward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -162,26 +162,55 @@ STRIDED_SIDE = 32
 #: one of the same output at one thread and 1.4-6.9 at two, while its time per input-gradient element
 #: stayed within 6-11.5 ns at one thread and 2.7-8.6 at two, whatever the channels and kernel
 #: (``experiments/bench_strided_backward.py``, its logs in ``experiments/results/intel-xeon-2c/logs``).
+#: The same family times each shape's forward pass at stride 2 (``forward``) and the stride-1 one of the
+#: same output (``forward_stride1``, over a side half as long): the forward pass pays per input element
+#: too, 0.4-1.4 ns more at one thread than the grid's stride-1 cost of its output (the same log).
 STRIDED_BACKWARD = "conv_backward_strided"
 STRIDED_BACKWARD_SHAPES = ((8, 8, 8, 3, 32), (8, 32, 32, 3, 16))
 #: ``overheads`` key: seconds per element of a strided convolution's input gradient (:func:`fit_strided_grad_input_s`).
 STRIDED_GRAD_INPUT = "strided_grad_input_element_s"
+#: ``overheads`` key: seconds per input element a strided forward convolution pays beyond the stride-1 one of
+#: the same output (:func:`fit_strided_grad_input_s`).
+STRIDED_FORWARD_INPUT = "strided_forward_input_element_s"
+STRIDED_FORWARD_NAMES = ("forward", "forward_stride1")
 
 
 def fit_strided_grad_input_s(families) -> dict:
-    """``{STRIDED_GRAD_INPUT: s}`` (pure): the median over the ``STRIDED_BACKWARD`` primitives of their
-    seconds per input-gradient element (batch × C_in × side²); ``{}`` without them (a calibration from
-    before the family, or a GPU's)."""
+    """``{STRIDED_GRAD_INPUT: s, STRIDED_FORWARD_INPUT: f}`` (pure): the median over the ``STRIDED_BACKWARD``
+    input-gradient primitives of their seconds per input-gradient element (batch × C_in × side²), and over
+    its shapes of the stride-2 forward pass's seconds beyond the stride-1 one's of the same output per input
+    element (at least 0); either left out without its primitives (a calibration from before them, or a
+    GPU's)."""
     import math
 
     import numpy as np
 
-    per_element = []
+    per_element, forward = [], {}
     for seconds, _, row in families.get(STRIDED_BACKWARD, []):
         batch, c_in, _, _, side = (int(v) for v in str(row.get("shape")).split("x"))
-        if math.isfinite(seconds):
+        if not math.isfinite(seconds):
+            continue
+        if row.get("name") in STRIDED_FORWARD_NAMES:
+            forward.setdefault(row.get("shape"), {})[row.get("name")] = (seconds, batch * c_in * side * side)
+        else:
             per_element.append(seconds / (batch * c_in * side * side))
-    return {STRIDED_GRAD_INPUT: float(np.median(per_element))} if per_element else {}
+    extra = [(pair["forward"][0] - pair["forward_stride1"][0]) / pair["forward"][1]
+             for pair in forward.values() if len(pair) == 2]
+    out = {STRIDED_GRAD_INPUT: float(np.median(per_element))} if per_element else {}
+    return dict(out, **{STRIDED_FORWARD_INPUT: max(float(np.median(extra)), 0.0)}) if extra else out
+
+
+def is_strided_forward(row) -> bool:
+    """Whether a traced row is a forward 2-D convolution of stride above 1, one group, not transposed."""
+    from .trace import row_args
+    from .trace_state import op_name
+
+    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
+    if op_name(str(row.get("op", ""))) != "convolution" or len(shapes) < 2 or len(shapes[0]) != 4:
+        return False
+    args = row_args(row)
+    return (any(int(v) > 1 for v in args.get("stride") or (1,)) and int(args.get("groups", 1)) == 1
+            and not args.get("transposed"))
 
 
 def is_strided_backward(row) -> bool:
@@ -353,8 +382,9 @@ def conv_points(plan, device: str = "cpu") -> list:
         out += [(STRIDED, CONV_BACKENDS[1], side * side, 2.0 * side * side * c_in * k * k * c_out,
                  (1, c_in, c_out, k, STRIDED_SIDE)) for c_in, c_out, k in STRIDED_CHANNELS]
     if device == "cpu" and plan.conv_transposed:  # the plans with the convolutions' other kinds
-        out += [(STRIDED_BACKWARD, CONV_BACKENDS[0], b * (side // 2) ** 2, 2.0 * b * side * side * c_in * k * k * c_out,
-                 (b, c_in, c_out, k, side)) for b, c_in, c_out, k, side in STRIDED_BACKWARD_SHAPES]
+        out += [(STRIDED_BACKWARD, name, b * (side // 2) ** 2, 2.0 * b * (side // 2) ** 2 * c_in * k * k * c_out,
+                 (b, c_in, c_out, k, side)) for b, c_in, c_out, k, side in STRIDED_BACKWARD_SHAPES
+                for name in (CONV_BACKENDS[0], *STRIDED_FORWARD_NAMES)]
         pixels = TRANSPOSED_SIDE**2  # the grid's M: the input's pixels over the batch
         out += [(TRANSPOSED, TRANSPOSED_GRID[2], b * pixels, 2.0 * b * pixels * c_in * c_out * k * k,
                  (b, c_in, c_out, k, TRANSPOSED_SIDE))
@@ -404,6 +434,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return torch.conv_transpose2d(x, w, bias, stride=2, padding=(kernel - 2) // 2)
+    elif family == STRIDED_BACKWARD and name in STRIDED_FORWARD_NAMES:  # stride 2, or 1 over half the side
+        half = torch.randn((batch, c_in, size // 2, size // 2), device=device)
+
+        def call():
+            return torch.conv2d(x, w, None, stride=2, padding=pad) if name == "forward" else \
+                torch.conv2d(half, w, None, stride=1, padding=pad)
     elif family == STRIDED_BACKWARD:  # the input's gradient alone, at stride 2
         grad = torch.conv2d(x, w, None, stride=2, padding=pad)
         backward = torch.ops.aten.convolution_backward.default

@@ -20,7 +20,8 @@ bounds it. How each kind is costed:
   and the native path's) where the profile has them, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
   A strided convolution's input gradient on oneDNN: over the input's elements at the calibration's
   ``strided_grad_input_element_s`` (:data:`~crossover.opcost.conv_primitives.STRIDED_BACKWARD`), at least
-  the grid's stride-1 half.
+  the grid's stride-1 half; its forward pass pays ``strided_forward_input_element_s`` per input element
+  beyond the grid's cost of its output.
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -53,8 +54,8 @@ from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_o
                          strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import (ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_GRAD_INPUT, TRANSPOSED, is_pointwise,
-                              is_strided_backward, on_transposed_grid)
+from .conv_primitives import (ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_FORWARD_INPUT, STRIDED_GRAD_INPUT, TRANSPOSED,
+                              is_pointwise, is_strided_backward, is_strided_forward, on_transposed_grid)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -365,6 +366,9 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             # the input's gradient over the input's elements at oneDNN's strided rate, the grid's (stride-1) half
             # at the least; the weight's as the grid costs it
             seconds = seconds / 2 + max(seconds / 2, _prod(tuple(row["input_shapes"][1])) * rate)
+        forward_rate = (profile.overheads or {}).get(STRIDED_FORWARD_INPUT)
+        if family == "conv" and forward_rate and not native and is_strided_forward(row):  # per input element beyond
+            seconds += _prod(tuple(row["input_shapes"][0])) * forward_rate
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * unfold_rate_s(profile, row)
         return seconds
