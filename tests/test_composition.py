@@ -268,7 +268,7 @@ def test_the_interval_is_the_reference_models_leave_one_out_error_at_its_coverag
     assert fitted.model_error_rel == pytest.approx(float(np.median(errors)))
     forward = [e for e, r in zip(errors, report) if r["workload"] == "forward"]
     train = [e for e, r in zip(errors, report) if r["workload"] == "train"]
-    assert len(forward) == len(train) == 8
+    assert len(forward) == len(train) == 2 * len(REFERENCE_MODELS)  # each kind at one sample and a batch
     assert fitted.interval_rel == pytest.approx(float(np.quantile(forward, INTERVAL_COVERAGE)))
     assert fitted.train_interval_rel == pytest.approx(float(np.quantile(train, INTERVAL_COVERAGE)))
     assert fitted.interval_rel != pytest.approx(fitted.train_interval_rel)

@@ -3,7 +3,7 @@
 The calibration times five generic reference models whole (:data:`REFERENCE_MODELS
 <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's), fits the
 :data:`COMPOSITION_TERMS` to what the primitives leave unexplained on two of them
-(:data:`FIT_REFERENCES`) and predicts the others with them, unseen: a prediction's interval is the
+(:data:`FIT_REFERENCES`: the plain MLP and the two CNNs) and predicts the others with them, unseen: a prediction's interval is the
 error of both kinds (see :mod:`crossover.opcost.calibrate` for what each term stands for, and on a GPU
 the synchronised steps).
 
@@ -68,7 +68,12 @@ INTERVAL_COVERAGE = 0.8
 #: errors join the interval. Fitted on all four kinds, the terms explained none well: on the Intel VM at
 #: one thread the MNIST MLP's training step read 25.9% (3.2% fitted on these two) and the deep MLP's
 #: training steps 16-33% high while the normalised MLP's read 16-28% low (``experiments/results/intel-xeon-2c/logs/bench_zoo_1127z_t1.log``).
-FIT_REFERENCES = ("mlp", "cnn")  # on a GPU alike: the unseen kinds' synchronised steps widen its interval
+#: The batch-norm CNN joined the plain one in the fit once it was timed (1128r-s): fitted on the small CNN's
+#: two batch sizes alone, the forward convolutions' share swung between 0 and 1.07 over six quick
+#: calibrations of the Intel VM, and 0.02-0.25 fitted on both CNNs (the reference models' leave-one-out
+#: errors no worse at the median: better in three of six, worse in three); chosen on the calibrations alone
+#: (``composition_fit_cnn_kinds_1128.log``).
+FIT_REFERENCES = ("mlp", "cnn", "bn_cnn")  # on a GPU alike: the unseen kinds' synchronised steps widen its interval
 
 
 #: What each composition term scales, as a report line's ``features`` names them (seconds, or a count).

@@ -2,12 +2,12 @@
 
 Their forward and training steps are timed in the calibration's rounds beside the primitives, and
 :mod:`crossover.opcost.composition` fits the composition terms to what the primitives leave unexplained
-on the plain MLP and the small CNN, and predicts the other three kinds with them, unseen, for the interval
-a new model's prediction gets: a deep narrow MLP (many small layers: a step of host work, ten parameters
-for the optimizer), an MLP with a layer norm and a GELU (the row-wise and activation ops a modern
-block runs) and a CNN of convolution-batch-norm-ReLU units, one strided, with global average pooling (the
-unit most CNNs are built of; its training step runs batch norm in training mode and a strided
-convolution's input gradient). Each is timed at one sample and at a batch, forward and training step.
+on the plain MLP, the small CNN and a CNN of convolution-batch-norm-ReLU units, one strided, with global
+average pooling (the unit most CNNs are built of; its training step runs batch norm in training mode and a
+strided convolution's input gradient), and predicts the other two kinds with them, unseen, for the
+interval a new model's prediction gets: a deep narrow MLP (many small layers: a step of host work, ten
+parameters for the optimizer) and an MLP with a layer norm and a GELU (the row-wise and activation ops a
+modern block runs). Each is timed at one sample and at a batch, forward and training step.
 """
 
 from __future__ import annotations
