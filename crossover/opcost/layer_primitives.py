@@ -29,7 +29,7 @@ pooling numbers below: ``experiments/bench_pool_kernels.py``, its log in
 - ``batch_norm_train`` and ``batch_norm_backward``: batch norm in a training step (``_native_batch_norm_legit``,
   which computes each channel's statistics, and ``native_batch_norm_backward``), over planes of 32 × 32.
   Costed as reductions over their bytes, the calibration's ``bn_cnn`` reference model's training steps read
-  30-45% low on the Intel VM; under ``torch.profiler`` (one thread, batch 16) its two forward batch norms
+  30-46% low on the Intel VM; under ``torch.profiler`` (one thread, batch 16) its two forward batch norms
   took 1.09 ms against 0.20 costed so, and their backward ops 0.47 against 0.28.
 
 Each is a curve over bytes moved (:func:`moved_bytes`); a profile without the curve (a calibration from
