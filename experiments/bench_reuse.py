@@ -21,8 +21,9 @@ import argparse
 import itertools
 import random
 import sys
-import time
 from pathlib import Path
+
+from block_timing import call_p10_us
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -32,16 +33,7 @@ WIDTHS = (128, 256, 384, 512, 640, 768, 1024)
 
 
 def _p10_us(fn, calls: int) -> float:
-    import numpy as np
-
-    for _ in range(min(calls, 100)):
-        fn()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.percentile(times, 10)) * 1e6
+    return call_p10_us(fn, calls, warmup=min(calls, 100))
 
 
 def _probe(kind: str, span_bytes: int):

@@ -15,21 +15,16 @@ Run it on a quiet machine (about 20 s).
 from __future__ import annotations
 
 import argparse
-import time
+
+from block_timing import call_p10_us
 
 SHAPES = ((16, 16, 32, 32, 3), (8, 64, 64, 16, 3), (8, 8, 16, 64, 3), (1, 32, 64, 32, 3), (64, 16, 16, 16, 3),
           (16, 16, 32, 32, 1), (8, 32, 32, 32, 5))
 
 
 def p10_us(fn, calls: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[calls // 10] * 1e6
+    """µs of ``fn``'s 10th-percentile call of ``calls``, after three."""
+    return call_p10_us(fn, calls, warmup=3)
 
 
 def main(argv=None) -> int:

@@ -20,3 +20,17 @@ def block_mean_us(fn, calls: int, blocks: int = 9, warmup: int = 2) -> float:
             fn()
         means.append((time.perf_counter() - start) / calls)
     return sorted(means)[1] * 1e6
+
+
+def call_p10_us(fn, calls: int, warmup: int) -> float:
+    """µs of ``fn``'s 10th-percentile call among ``calls`` calls timed one by one, after ``warmup`` calls."""
+    import numpy as np
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.percentile(times, 10)) * 1e6
