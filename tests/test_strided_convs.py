@@ -22,7 +22,9 @@ def _conv_row(c_in, c_out, stride, side, batch=1):
 
 
 def test_the_quick_plan_times_strided_native_convolutions_on_a_cpu_only():
-    strided = [p for p in points(PLANS["quick"]) if p.family == STRIDED]
+    every = [p for p in points(PLANS["quick"]) if p.family == STRIDED]
+    strided = [p for p in every if p.name == "conv2d_native"]
+    assert [p.shape for p in every if p.name == "conv2d_native_backward"] == [p.shape for p in strided]
     assert [p.shape[1:4] for p in strided] == list(STRIDED_CHANNELS)
     assert all(p.shape[0] == 1 and p.shape[4] == STRIDED_SIDE and p.m == (STRIDED_SIDE // 2) ** 2 for p in strided)
     assert not [p for p in points(PLANS["quick"], "cuda") if p.family == STRIDED]
@@ -147,3 +149,39 @@ def test_a_strided_forward_convolution_on_onednn_pays_per_input_element():
     grouped, _ = trace_step(nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), (16, 32, 32), 8, "forward")
     row = next(r for r in grouped.to_dict("records") if "convolution" in r["op"])
     assert op_cost(calibrated, row).host_s == op_cost(plain, row).host_s
+
+
+def test_a_strided_native_convolutions_gradients_pay_per_unfolded_element():
+    """The backward primitives' time beyond the native ``conv_backward`` grid's stride-1 cell of the same
+    output is recovered per unfolded element and gradient (and never negative); a native strided backward
+    row pays it for each gradient it computes (one for a first layer's), a stride-1 or oneDNN one nothing."""
+    from crossover.opcost.conv_primitives import (NATIVE_STRIDE_BACKWARD, STRIDED_NATIVE_BACKWARD,
+                                                  fit_strided_backward_column_s)
+
+    def families(extra):
+        rows = {"conv_backward": [], STRIDED: []}
+        for c_in, c_out, k in STRIDED_CHANNELS:
+            base = 2e-6 * c_in * c_out
+            rows["conv_backward"].append((base, 0.0, dict(name="conv2d_native", shape=f"1x{c_in}x{c_out}x{k}x16")))
+            rows[STRIDED].append((base + 2 * extra * c_in * k * k * 256, 0.0,
+                                  dict(name=STRIDED_NATIVE_BACKWARD, shape=f"1x{c_in}x{c_out}x{k}x32")))
+            rows[STRIDED].append((1.0, 0.0, dict(name="conv2d_native", shape=f"1x{c_in}x{c_out}x{k}x32")))
+        return rows
+    assert fit_strided_backward_column_s(families(0.8e-9)) == {NATIVE_STRIDE_BACKWARD: pytest.approx(0.8e-9)}
+    assert fit_strided_backward_column_s(families(-1e-9)) == {NATIVE_STRIDE_BACKWARD: 0.0}
+    assert fit_strided_backward_column_s({}) == {}
+    out = make_step(next(p for p in points(PLANS["quick"]) if p.name == STRIDED_NATIVE_BACKWARD), "cpu")()
+    assert out[0] is not None and out[1] is not None  # both gradients
+
+    base = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10)
+    grid = Grid((16.0, 1e5), (16.0, 1e5), ((1 * US, 10 * US), (100 * US, 1000 * US)))
+    plain = dataclasses.replace(base, grids={**base.grids, "conv_backward@16": grid, "conv_backward_native@16": grid})
+    rate = 1e-9
+    calibrated = dataclasses.replace(plain, overheads={**plain.overheads, NATIVE_STRIDE_BACKWARD: rate})
+    first, second = _backward_rows(2, batch=1, first=True)[::-1]  # autograd runs the last layer's first
+    assert conv_backend(second, 2) == "native"
+    columns = 1 * 16 * 9 * 8 * 8  # C_in · k² · the output's 8 × 8 pixels
+    assert op_cost(calibrated, second).host_s == pytest.approx(op_cost(plain, second).host_s + 2 * columns * rate)
+    assert op_cost(calibrated, first).host_s == pytest.approx(op_cost(plain, first).host_s + 3 * 9 * 16 * 16 * rate)
+    for row in (_backward_rows(1, batch=1), _backward_rows(2, batch=8)):  # stride 1; oneDNN
+        assert op_cost(calibrated, row).host_s == op_cost(plain, row).host_s

@@ -31,7 +31,8 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
            "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
            "fit_dilated_column_s", "STRIDED_BACKWARD", "STRIDED_BACKWARD_SHAPES", "STRIDED_GRAD_INPUT",
-           "STRIDED_FORWARD_INPUT", "STRIDED_FORWARD_NAMES", "fit_strided_grad_input_s", "is_strided_backward", "is_strided_forward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
+           "STRIDED_FORWARD_INPUT", "STRIDED_FORWARD_NAMES", "fit_strided_grad_input_s", "STRIDED_NATIVE_BACKWARD", "NATIVE_STRIDE_BACKWARD",
+           "fit_strided_backward_column_s", "is_strided_backward", "is_strided_forward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -152,19 +153,21 @@ def cell_kn(row, m: int, device: str, unfold_macs=None) -> float:
 STRIDED = "conv_strided"
 STRIDED_CHANNELS = ((3, 16, 3), (16, 32, 3), (32, 64, 3))
 STRIDED_SIDE = 32
+#: Its backward primitives (``conv2d_native_backward``): both gradients, paired with the native ``conv_backward``
+#: grid's cells of the same output; each gradient took 0.5-1.3 ns more per unfolded element than at stride 1
+#: on the VM at one thread (``bench_strided_backward.py --native``). Its rate: :data:`NATIVE_STRIDE_BACKWARD`.
+STRIDED_NATIVE_BACKWARD = "conv2d_native_backward"
+NATIVE_STRIDE_BACKWARD = "native_stride_backward_column_s"
 
 
 #: The family of the strided convolutions' input gradients (CPU only): ``convolution_backward`` of a 3×3
 #: convolution at stride 2 with only the input's gradient asked for, at each ``(batch, C_in, C_out, k,
-#: side)`` of ``STRIDED_BACKWARD_SHAPES`` (none a reference or zoo model's). The ``conv_backward`` grid is
-#: timed at stride 1 and indexed by the output's pixels; oneDNN's input gradient of a strided convolution
-#: runs over the input's pixels at a rate of its own. On the 2-core VM it took 1.7-10.4 times the stride-1
-#: one of the same output at one thread and 1.4-6.9 at two, while its time per input-gradient element
-#: stayed within 6-11.5 ns at one thread and 2.7-8.6 at two, whatever the channels and kernel
-#: (``experiments/bench_strided_backward.py``, its logs in ``experiments/results/intel-xeon-2c/logs``).
-#: The same family times each shape's forward pass at stride 2 (``forward``) and the stride-1 one of the
-#: same output (``forward_stride1``, over a side half as long): the forward pass pays per input element
-#: too, 0.4-1.4 ns more at one thread than the grid's stride-1 cost of its output (the same log).
+#: side)`` of ``STRIDED_BACKWARD_SHAPES`` (none a reference or zoo model's). oneDNN runs it over the input's
+#: pixels at a rate of its own: on the 2-core VM 1.7-10.4 times the stride-1 one of the same output at one
+#: thread, 6-11.5 ns per input-gradient element whatever the channels and kernel (2.7-8.6 at two threads;
+#: ``experiments/bench_strided_backward.py``, its logs in ``experiments/results/intel-xeon-2c/logs``).
+#: It times each shape's forward pass at stride 2 (``forward``) and at stride 1 over half the side
+#: (``forward_stride1``): 0.4-1.4 ns more per input element at one thread (the same log).
 STRIDED_BACKWARD = "conv_backward_strided"
 STRIDED_BACKWARD_SHAPES = ((8, 8, 8, 3, 32), (8, 32, 32, 3, 16))
 #: ``overheads`` key: seconds per element of a strided convolution's input gradient (:func:`fit_strided_grad_input_s`).
@@ -176,11 +179,9 @@ STRIDED_FORWARD_NAMES = ("forward", "forward_stride1")
 
 
 def fit_strided_grad_input_s(families) -> dict:
-    """``{STRIDED_GRAD_INPUT: s, STRIDED_FORWARD_INPUT: f}`` (pure): the median over the ``STRIDED_BACKWARD``
-    input-gradient primitives of their seconds per input-gradient element (batch × C_in × side²), and over
-    its shapes of the stride-2 forward pass's seconds beyond the stride-1 one's of the same output per input
-    element (at least 0); either left out without its primitives (a calibration from before them, or a
-    GPU's)."""
+    """``{STRIDED_GRAD_INPUT: s, STRIDED_FORWARD_INPUT: f}`` (pure): the medians of the input gradients'
+    seconds per input element and of the stride-2 forward passes' beyond the stride-1 ones per input element
+    (at least 0); each left out without its primitives (a calibration from before them, or a GPU's)."""
     import math
 
     import numpy as np
@@ -300,6 +301,12 @@ def on_transposed_grid(row) -> bool:
             and len(tuple(shapes[0])) == 4 and int(row_args(row).get("groups", 1)) == 1)
 
 
+def _channels_and_image(row):
+    """``((C_in, C_out, k), (batch, side))`` of a primitive's shape ``"batch x C_in x C_out x k x side"``."""
+    shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
+    return shape[1:4], (shape[0], shape[4]) if len(shape) == 5 else None
+
+
 def fit_strided_column_s(families) -> float:
     """Seconds per unfolded input element a strided native convolution pays beyond the stride-1 one of the
     same output (pure): the median over ``(C_in, C_out, k)`` of ``(t_strided - t_native) / columns``, at
@@ -315,11 +322,9 @@ def fit_strided_column_s(families) -> float:
 
     import numpy as np
 
-    def key(row):  # (C_in, C_out, k) and the image: the shape "batch x C_in x C_out x k x side"
-        shape = tuple(int(v) for v in str(row.get("shape") or "").split("x") if v)
-        return shape[1:4], (shape[0], shape[4]) if len(shape) == 5 else None
-
-    strided = {key(r)[0]: s for s, _, r in families.get(STRIDED, []) if math.isfinite(s)}
+    key = _channels_and_image
+    strided = {key(r)[0]: s for s, _, r in families.get(STRIDED, []) if math.isfinite(s)
+               and r["name"] == CONV_BACKENDS[1]}
     native = {key(r)[0]: s for s, _, r in families.get("conv", []) if math.isfinite(s)
               and r["name"] == CONV_BACKENDS[1] and key(r)[1] == (1, STRIDED_SIDE // 2)}
     side = STRIDED_SIDE // 2
@@ -359,13 +364,27 @@ def fit_dilated_column_s(families) -> dict:
     return {DILATED_COLUMN: max(float(np.median(extra)), 0.0)} if extra else {}
 
 
+def fit_strided_backward_column_s(families) -> dict:
+    """``{NATIVE_STRIDE_BACKWARD: s}`` (pure): as :func:`fit_strided_column_s`, of the backward primitives
+    against the native ``conv_backward`` grid, per unfolded element and gradient (two); ``{}`` without pairs."""
+    import numpy as np
+
+    key, side = _channels_and_image, STRIDED_SIDE // 2
+    strided = {key(r)[0]: s for s, _, r in families.get(STRIDED, []) if np.isfinite(s) and r["name"] == STRIDED_NATIVE_BACKWARD}
+    stride_1 = {key(r)[0]: s for s, _, r in families.get("conv_backward", []) if np.isfinite(s)
+                and r["name"] == CONV_BACKENDS[1] and key(r)[1] == (1, side)}
+    extra = [(strided[k] - stride_1[k]) / (2 * k[0] * k[2] ** 2 * side * side) for k in strided if k in stride_1]
+    return {NATIVE_STRIDE_BACKWARD: max(float(np.median(extra)), 0.0)} if extra else {}
+
+
 def native_terms(families) -> dict:
     """The native path's terms of a CPU calibration (pure): ``native_stride_column_s``
     (:func:`fit_strided_column_s`), the unfolding (:func:`fit_native_unfold`) and the dilated rate
     (:func:`fit_dilated_column_s`), and oneDNN's rate for a strided convolution's input gradient
     (:func:`fit_strided_grad_input_s`)."""
     return dict(native_stride_column_s=fit_strided_column_s(families), **fit_native_unfold(families),
-                **fit_dilated_column_s(families), **fit_strided_grad_input_s(families))
+                **fit_dilated_column_s(families), **fit_strided_grad_input_s(families),
+                **fit_strided_backward_column_s(families))
 
 
 def conv_points(plan, device: str = "cpu") -> list:
@@ -379,8 +398,8 @@ def conv_points(plan, device: str = "cpu") -> list:
                 out.append((family, name, batch * size * size, flops, (batch, c_in, c_out, kernel, size)))
     if device == "cpu" and STRIDED_SIDE // 2 in plan.conv_sizes and 1 in plan.native_batches:  # paired with the grid
         side = STRIDED_SIDE // 2
-        out += [(STRIDED, CONV_BACKENDS[1], side * side, 2.0 * side * side * c_in * k * k * c_out,
-                 (1, c_in, c_out, k, STRIDED_SIDE)) for c_in, c_out, k in STRIDED_CHANNELS]
+        out += [(STRIDED, name, side * side, 2.0 * side * side * c_in * k * k * c_out, (1, c_in, c_out, k, STRIDED_SIDE))
+                for c_in, c_out, k in STRIDED_CHANNELS for name in (CONV_BACKENDS[1], STRIDED_NATIVE_BACKWARD)]
     if device == "cpu" and plan.conv_transposed:  # the plans with the convolutions' other kinds
         out += [(STRIDED_BACKWARD, name, b * (side // 2) ** 2, 2.0 * b * (side // 2) ** 2 * c_in * k * k * c_out,
                  (b, c_in, c_out, k, side)) for b, c_in, c_out, k, side in STRIDED_BACKWARD_SHAPES
@@ -446,6 +465,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, [True, False, False])
+    elif family == STRIDED and name == STRIDED_NATIVE_BACKWARD:  # both gradients at stride 2
+        grad = torch.conv2d(x, w, None, stride=2, padding=pad)
+        backward = torch.ops.aten.convolution_backward.default
+
+        def call():
+            return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, False])
     elif family in ("conv", "conv1d", STRIDED, POINTWISE, DILATED):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1
@@ -459,7 +484,7 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
 
         def call():
             return backward(grad, x, w, [c_out], [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, True])
-    if not name.endswith("_native"):
+    if "_native" not in name:
         return call
     set_mkldnn, enabled = torch._C._set_mkldnn_enabled, torch._C._get_mkldnn_enabled
 

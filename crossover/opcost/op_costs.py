@@ -21,7 +21,7 @@ bounds it. How each kind is costed:
   A strided convolution's input gradient on oneDNN: over the input's elements at the calibration's
   ``strided_grad_input_element_s`` (:data:`~crossover.opcost.conv_primitives.STRIDED_BACKWARD`), at least
   the grid's stride-1 half; its forward pass pays ``strided_forward_input_element_s`` per input element
-  beyond the grid's cost of its output.
+  beyond the grid's cost of its output; on the native path its gradients ``native_stride_backward_column_s`` each.
 - ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
   (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
@@ -54,7 +54,7 @@ from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_o
                          strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import (ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_FORWARD_INPUT, STRIDED_GRAD_INPUT, TRANSPOSED,
+from .conv_primitives import (NATIVE_STRIDE_BACKWARD, ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_FORWARD_INPUT, STRIDED_GRAD_INPUT, TRANSPOSED,
                               is_pointwise, is_strided_backward, is_strided_forward, on_transposed_grid)
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
@@ -366,6 +366,10 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
             # the input's gradient over the input's elements at oneDNN's strided rate, the grid's (stride-1) half
             # at the least; the weight's as the grid costs it
             seconds = seconds / 2 + max(seconds / 2, _prod(tuple(row["input_shapes"][1])) * rate)
+        native_rate = (profile.overheads or {}).get(NATIVE_STRIDE_BACKWARD)
+        x, w, out = conv_operands(row)
+        if family == "conv_backward" and native and native_rate and x is not None and is_strided(x, w, out):
+            seconds += (2 if share >= 1.0 else 1) * x[0] * w[1] * w[2] * w[3] * out[2] * out[3] * native_rate
         forward_rate = (profile.overheads or {}).get(STRIDED_FORWARD_INPUT)
         if family == "conv" and forward_rate and not native and is_strided_forward(row):  # per input element beyond
             seconds += _prod(tuple(row["input_shapes"][0])) * forward_rate
