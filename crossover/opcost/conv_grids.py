@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from .conv_primitives import BLOCKED_KN, DILATED_COLUMN, NATIVE_UNFOLD, native_kn, onednn_kn
+from .conv_primitives import (BLOCKED_KN, DILATED_COLUMN, NATIVE_STRIDE_BACKWARD, NATIVE_UNFOLD, STRIDED_FORWARD_INPUT,
+                              STRIDED_GRAD_INPUT, native_kn, onednn_kn)
 from .profiles import Profile, log_between
 from .trace import row_args
 
 __all__ = ["sized_grids", "conv_side", "conv_grid_time", "below_fewest_pixels", "conv_grid_seconds", "uses_1d_grids",
            "conv_operands", "is_strided", "strided_unfold_elements", "uncalibrated_conv_warning", "blocked_dims",
-           "unfolded_dims", "unfold_rate_s"]
+           "unfolded_dims", "unfold_rate_s", "with_stride_s"]
 
 
 def sized_grids(profile: Profile, base: str) -> dict:
@@ -181,3 +182,28 @@ def uncalibrated_conv_warning(row: Mapping) -> str:
         return ""
     return (f"a {what} convolution ({row.get('op', 'aten.convolution')}) is not calibrated: costed as the "
             f"ordinary convolution of the same shapes, which can be several times off")
+
+
+def with_stride_s(profile: Profile, row: Mapping, family: str, seconds: float, native: bool, share: float) -> float:
+    """``seconds`` of a 2-D ``conv`` or ``conv_backward`` row costed on the stride-1 grids, with what a stride
+    above 1 adds where the profile has the rates (:mod:`crossover.opcost.conv_primitives`): on oneDNN a forward
+    pass's input elements at ``strided_forward_input_element_s``, and an input gradient over the input's
+    elements at ``strided_grad_input_element_s`` in place of the grid's half (at least that half); on the
+    native path each gradient's unfolded elements at ``native_stride_backward_column_s`` (one for a first
+    layer's, ``share`` below 1; a forward pass's unfolding is :func:`strided_unfold_elements`'). Unchanged for
+    a stride of 1, a 1-D, grouped or transposed convolution, or a profile without the rates."""
+    x, w, out = conv_operands(row)
+    shapes = row.get("input_shapes") or ()
+    backward = family == "conv_backward"
+    args = row_args(row)
+    if (x is None or x[1] != w[1] or args.get("transposed") or len(tuple(shapes[int(backward)])) != 4
+            or not any(int(s) > 1 for s in args.get("stride") or ())):
+        return seconds
+    rates = profile.overheads or {}
+    if not backward:
+        return seconds + (0.0 if native else math.prod(x) * rates.get(STRIDED_FORWARD_INPUT, 0.0))
+    if native:
+        columns = x[0] * w[1] * w[2] * w[3] * out[2] * out[3]
+        return seconds + (2 if share >= 1.0 else 1) * columns * rates.get(NATIVE_STRIDE_BACKWARD, 0.0)
+    rate = rates.get(STRIDED_GRAD_INPUT)
+    return seconds / 2 + max(seconds / 2, math.prod(x) * rate) if rate and share >= 1.0 else seconds

@@ -32,7 +32,7 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
            "fit_dilated_column_s", "STRIDED_BACKWARD", "STRIDED_BACKWARD_SHAPES", "STRIDED_GRAD_INPUT",
            "STRIDED_FORWARD_INPUT", "STRIDED_FORWARD_NAMES", "fit_strided_grad_input_s", "STRIDED_NATIVE_BACKWARD", "NATIVE_STRIDE_BACKWARD",
-           "fit_strided_backward_column_s", "is_strided_backward", "is_strided_forward", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
+           "fit_strided_backward_column_s", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
 
 #: The 2-D primitives' names: as PyTorch picks the kernel, and with oneDNN off.
 CONV_BACKENDS = ("conv2d", "conv2d_native")
@@ -201,33 +201,6 @@ def fit_strided_grad_input_s(families) -> dict:
     return dict(out, **{STRIDED_FORWARD_INPUT: max(float(np.median(extra)), 0.0)}) if extra else out
 
 
-def is_strided_forward(row) -> bool:
-    """Whether a traced row is a forward 2-D convolution of stride above 1, one group, not transposed."""
-    from .trace import row_args
-    from .trace_state import op_name
-
-    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
-    if op_name(str(row.get("op", ""))) != "convolution" or len(shapes) < 2 or len(shapes[0]) != 4:
-        return False
-    args = row_args(row)
-    return (any(int(v) > 1 for v in args.get("stride") or (1,)) and int(args.get("groups", 1)) == 1
-            and not args.get("transposed"))
-
-
-def is_strided_backward(row) -> bool:
-    """Whether a traced row is the backward op of a 2-D convolution of stride above 1, one group, not
-    transposed, that computes its input's gradient (the first layer's computes the weight's alone)."""
-    from .trace import row_args
-
-    shapes = [tuple(s) for s in row.get("input_shapes") or ()]
-    if "convolution_backward" not in str(row.get("op", "")) or len(shapes) < 3 or len(shapes[1]) != 4:
-        return False
-    args = row_args(row)
-    outputs = [tuple(s) for s in row.get("output_shapes") or ()]
-    return (any(int(v) > 1 for v in args.get("stride") or (1,)) and int(args.get("groups", 1)) == 1
-            and not args.get("transposed") and bool(outputs) and outputs[0] == shapes[1])
-
-
 #: The family of the transposed convolutions (CPU only): ``ConvTranspose2d(C_in, C_out, k, stride=2,
 #: padding=(k - 2) // 2)``, which doubles the side, over images of ``TRANSPOSED_SIDE`` at each batch of
 #: ``TRANSPOSED_BATCHES``, for each ``(C_in, C_out, k)`` of ``TRANSPOSED_CHANNELS`` (a decoder's halving
@@ -380,8 +353,8 @@ def fit_strided_backward_column_s(families) -> dict:
 def native_terms(families) -> dict:
     """The native path's terms of a CPU calibration (pure): ``native_stride_column_s``
     (:func:`fit_strided_column_s`), the unfolding (:func:`fit_native_unfold`) and the dilated rate
-    (:func:`fit_dilated_column_s`), and oneDNN's rate for a strided convolution's input gradient
-    (:func:`fit_strided_grad_input_s`)."""
+    (:func:`fit_dilated_column_s`), its strided gradients' rate (:func:`fit_strided_backward_column_s`), and
+    oneDNN's rates for a strided convolution's input gradient and forward pass (:func:`fit_strided_grad_input_s`)."""
     return dict(native_stride_column_s=fit_strided_column_s(families), **fit_native_unfold(families),
                 **fit_dilated_column_s(families), **fit_strided_grad_input_s(families),
                 **fit_strided_backward_column_s(families))
@@ -459,18 +432,12 @@ def conv_step(family: str, name: str, shape, device: str) -> Callable[[], object
         def call():
             return torch.conv2d(x, w, None, stride=2, padding=pad) if name == "forward" else \
                 torch.conv2d(half, w, None, stride=1, padding=pad)
-    elif family == STRIDED_BACKWARD:  # the input's gradient alone, at stride 2
+    elif family == STRIDED_BACKWARD or name == STRIDED_NATIVE_BACKWARD:  # stride 2: oneDNN's input gradient, or both
         grad = torch.conv2d(x, w, None, stride=2, padding=pad)
-        backward = torch.ops.aten.convolution_backward.default
+        backward, mask = torch.ops.aten.convolution_backward.default, [True, family == STRIDED, False]
 
         def call():
-            return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, [True, False, False])
-    elif family == STRIDED and name == STRIDED_NATIVE_BACKWARD:  # both gradients at stride 2
-        grad = torch.conv2d(x, w, None, stride=2, padding=pad)
-        backward = torch.ops.aten.convolution_backward.default
-
-        def call():
-            return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, [True, True, False])
+            return backward(grad, x, w, None, [2, 2], [pad, pad], [1, 1], False, [0, 0], 1, mask)
     elif family in ("conv", "conv1d", STRIDED, POINTWISE, DILATED):
         conv = torch.conv1d if one_d else torch.conv2d
         stride = 2 if family == STRIDED else 1

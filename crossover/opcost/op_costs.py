@@ -51,11 +51,11 @@ from typing import Mapping, Optional
 from .activations import activation_curve, uncovered_warning
 from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
 from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
-                         strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids)
+                         strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids,
+                         with_stride_s)
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
-from .conv_primitives import (NATIVE_STRIDE_BACKWARD, ONEDNN_CHANNEL_BLOCK, POINTWISE, STRIDED_FORWARD_INPUT, STRIDED_GRAD_INPUT, TRANSPOSED,
-                              is_pointwise, is_strided_backward, is_strided_forward, on_transposed_grid)
+from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
@@ -361,18 +361,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         elif family != "conv_backward" and not native:
             dims = blocked_dims(profile, row, dims)
         seconds = conv_grid_seconds(profile, family, row, dims, native) * share
-        rate = (profile.overheads or {}).get(STRIDED_GRAD_INPUT)
-        if family == "conv_backward" and rate and not native and share >= 1.0 and is_strided_backward(row):
-            # the input's gradient over the input's elements at oneDNN's strided rate, the grid's (stride-1) half
-            # at the least; the weight's as the grid costs it
-            seconds = seconds / 2 + max(seconds / 2, _prod(tuple(row["input_shapes"][1])) * rate)
-        native_rate = (profile.overheads or {}).get(NATIVE_STRIDE_BACKWARD)
-        x, w, out = conv_operands(row)
-        if family == "conv_backward" and native and native_rate and x is not None and is_strided(x, w, out):
-            seconds += (2 if share >= 1.0 else 1) * x[0] * w[1] * w[2] * w[3] * out[2] * out[3] * native_rate
-        forward_rate = (profile.overheads or {}).get(STRIDED_FORWARD_INPUT)
-        if family == "conv" and forward_rate and not native and is_strided_forward(row):  # per input element beyond
-            seconds += _prod(tuple(row["input_shapes"][0])) * forward_rate
+        if family in ("conv", "conv_backward"):  # a stride above 1 on oneDNN, or a strided native backward
+            seconds = with_stride_s(profile, row, family, seconds, native, share)
         if native and family in ("conv", "conv1d"):  # timed at stride 1: a strided or dilated input unfolds slower
             seconds += strided_unfold_elements(row) * unfold_rate_s(profile, row)
         return seconds
