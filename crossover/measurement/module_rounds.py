@@ -18,6 +18,7 @@ sizes.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from typing import Callable, Optional, Sequence
@@ -28,7 +29,7 @@ from ..axes import DEFAULT_ROUNDS
 from ..results.statistics import QUIET_QUANTILE
 from .timer import TimerOptions, time_step
 
-__all__ = ["ROUND_OPTIONS", "measure_rounds", "summarise_rounds", "make_module_step", "measure_module",
+__all__ = ["ROUND_OPTIONS", "measure_rounds", "summarise_rounds", "make_module_step", "model_mode", "measure_module",
            "DEFAULT_ROUNDS"]
 
 #: One visit of a point in a round: an 8 ms budget of 2 ms blocks, at least 2 repeats. Many short
@@ -169,6 +170,18 @@ def id_range(model=None) -> int:
     rows = [int(m.num_embeddings) for m in (model.modules() if model is not None else ())
             if hasattr(m, "num_embeddings")]
     return min(rows) if rows else 2
+
+
+@contextlib.contextmanager
+def model_mode(model, training: bool):
+    """``model`` in training (or eval) mode for the block; every module's own mode restored after."""
+    previous = {m: m.training for m in model.modules()}
+    model.train(training)
+    try:
+        yield
+    finally:
+        for module, was_training in previous.items():
+            module.training = was_training
 
 
 def make_module_step(model, x, workload: str = "forward", *, lr: float = 1e-4) -> Callable[[], object]:

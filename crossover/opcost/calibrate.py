@@ -1,22 +1,22 @@
 """``crossover calibrate``: measure a device's cost primitives into a profile.
 
-:func:`run_calibration` times every primitive of a plan (:mod:`crossover.opcost.calibration_plan`) in
-shuffled interleaved rounds with a drift reference opening each round
-(:func:`crossover.measurement.module_rounds.measure_rounds`), writes every visit to ``DIR/calibration.csv.gz``
-and condenses them with :func:`build_profile` into ``DIR/profile.json`` (:class:`~.profiles.Profile`).
+:func:`run_calibration` times every primitive of a plan (:mod:`crossover.opcost.calibration_plan`) in shuffled
+interleaved rounds with a drift reference opening each round (:func:`crossover.measurement.module_rounds.measure_rounds`),
+writes every visit to ``DIR/calibration.csv.gz`` and condenses them with :func:`build_profile` into ``DIR/profile.json``.
 
 How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over the rounds whose
-drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level (all rounds if none
-did). The overheads are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain
-with autograd recording minus the same chain under ``no_grad``; the backward engine's cost per op and per call come
-from the slope and intercept of (forward + backward) − forward over two chain lengths, less the backward's own
+drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level (all rounds if none did).
+The overheads are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain with
+autograd recording minus the same chain under ``no_grad``; the backward engine's cost per op and per call come from
+the slope and intercept of (forward + backward) − forward over two chain lengths, less the backward's own
 multiplications; the optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
 parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages
 mapped for the call (:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB
 buffers are) less filling a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write).
 ``wake_s`` and ``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
-(:mod:`crossover.opcost.thread_wake`; not timed at one thread). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_``
-alike): the fused inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
+(:mod:`crossover.opcost.thread_wake`; not timed at one thread); ``thread_start_s``: an OpenMP thread started anew
+(:mod:`crossover.opcost.thread_starts`). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_`` alike): the fused
+inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
 ``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor is the drift
 reference's mean relative deviation from its median. A calibration cut short keeps its whole rounds (``meta["rounds"]``).
 
@@ -33,10 +33,10 @@ memory-bound ops; its convolutions' calibration already runs high) are fitted to
 unexplained on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on
 a GPU only the host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
 
-On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which
-queued calls do not show: the reference models are also timed synchronised (``model_sync``), the composition
-fitted on those; ``step_sync_s`` is a tiny kernel launched and waited for (``launch_sync``) less its dispatch.
-The GPU's drift reference, a 2048³ product, reads the device, not host jitter. cuDNN's GRU is timed whole (``rnn``).
+On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls
+do not show: the reference models are also timed synchronised (``model_sync``), the composition fitted on those;
+``step_sync_s`` is a tiny kernel launched and waited for (``launch_sync``) less its dispatch. The GPU's drift
+reference, a 2048³ product, reads the device, not host jitter. cuDNN's GRU is timed whole (``rnn``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .reuse import REUSE, fit_reuse
 from .short_rows import calibrated_lanes
+from .thread_starts import THREAD_START, fit_thread_start
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
@@ -157,8 +158,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         rows.append(dict(round=visit["round"], sequence=visit["sequence"], reference=visit["reference"], key=point.key,
                          family=point.family, name=point.name, m=point.m, k=point.k, n=point.n, x=point.x,
                          cold=point.cold, shape="x".join(map(str, point.shape)), median_s=visit["median_s"],
-                         calls_per_repeat=visit["calls_per_repeat"],
-                         raw_times_s=raw_times_to_text(visit["raw_times_s"]),
+                         calls_per_repeat=visit["calls_per_repeat"], raw_times_s=raw_times_to_text(visit["raw_times_s"]),
                          device_times_s=raw_times_to_text(visit["device_times_s"])))
     cache = private_cache_bytes() * max(threads_used, 1) if device == "cpu" else llc
     done = 1 + max((visit["round"] for visit in visits), default=-1)
@@ -422,9 +422,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     rnn_cells, lstm_cells = ([(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", [])
                               if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
-        overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT),
-                         **native_terms(families),
-                         **{BMM_MATRIX: fit_bmm_matrix_s(families)}, **fit_wake(families, overheads["dispatch_s"]))
+        overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT), **native_terms(families),
+                         **{BMM_MATRIX: fit_bmm_matrix_s(families)}, **fit_wake(families, overheads["dispatch_s"]),
+                         **fit_thread_start(families))  # thread wake-ups and starts
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE,
-                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, FUSED, REUSE):
+                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

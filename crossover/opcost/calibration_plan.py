@@ -5,13 +5,13 @@ module call, autograd and optimizer chains (host overheads of a training step), 
 ``M`` rows by a ``K×N`` weight (hot: the same weight every call; cold: cycling over weight copies that
 together exceed the last-level cache), products with a short inner dimension (weight gradients), a
 convolution forward and backward over batches × channel/kernel combinations at two image sizes, also
-with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB
-tensor (page faults), a parallel op after serial gaps (thread wake-ups), elementwise ops, reductions and
-max-pooling from 1K to 16M elements, scaled-dot-product attention, on a CPU the fused attention and
-encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and the whole
-steps of five small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops costs
-beyond their sum. :func:`points` lists a plan's primitives as
-:class:`Point` records; :func:`make_step` builds one's step function on a device. Nothing is timed here.
+with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB tensor
+(page faults), a parallel op after serial gaps (thread wake-ups) and after a narrower team (thread starts),
+elementwise ops, reductions and max-pooling from 1K to 16M elements, scaled-dot-product attention, on a CPU the
+fused attention and encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and
+the whole steps of five small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops
+costs beyond their sum. :func:`points` lists a plan's primitives as :class:`Point` records (counting, above one
+thread, the OpenMP threads the thread-start pair starts); :func:`make_step` builds one's step on a device.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, STRIDE
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
 from .reuse import REUSE, reuse_points, reuse_step
+from .thread_starts import THREAD_START, thread_start_points, thread_start_step
 from .thread_wake import WAKE, wake_points, wake_step
 from .reference_models import REFERENCE_MODELS, reference_model
 
-__all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE",
-           "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS", "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers",
-           "REFERENCE_MODELS", "reference_model"]
+__all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE", "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS",
+           "CONV_BACKENDS", "FRESH_PROBE_BYTES", "output_bytes", "fresh_buffers", "REFERENCE_MODELS", "reference_model"]
 
 #: Chain lengths of the autograd-overhead primitives, and parameter counts of the optimizer ones.
 CHAIN_LENGTHS = (1, 17)
@@ -81,9 +81,8 @@ class Plan:
     #: its own terms (:data:`crossover.opcost.gpu_ops.CPU_LSTM_TERMS`); two lengths tell a call from a step.
     cpu_lstm_shapes: tuple = ((1, 16, 64), (8, 16, 32), (8, 16, 128), (64, 16, 64), (512, 16, 64), (1, 64, 64),
                               (64, 64, 64))
-    #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch)
-    #: over ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output
-    #: dominates).
+    #: Products with a short inner dimension (a weight gradient: ``grad.t() @ input``, ``K`` = the batch) over
+    #: ``K`` × square outputs ``M = N``: the square grid under-predicts them 2-3× (writing the output dominates).
     outer_k: tuple = (1, 2, 4, 8, 16, 32, 64)
     outer_mn: tuple = (64, 128, 256, 512, 1024)
     #: Products with a narrow output, as a classifier's head (CPU only): ``M`` rows by ``K`` inputs to
@@ -229,6 +228,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point("overhead", name, x=float(FRESH_PROBE_BYTES)) for name in ("fresh_fill", "reuse_fill")]
         out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
                 for family, name, gap, (n,) in wake_points() if threads != 1]  # one thread: no team to wake
+        out += [Point(family, name, m=shape[0], n=shape[1], x=x) for family, name, x, shape in thread_start_points(threads)]
         out += [Point(family, name, m=round(x * 100), k=shape[1], n=shape[2], x=x)  # m: the span in hundredths
                 for family, name, x, shape in reuse_points()]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
@@ -451,8 +451,8 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return subvector_step(point.name, point.shape, device)
     if point.family in (BATCHED, FUSED):
         return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
-    if point.family == WAKE:
-        return wake_step(point.x, device)
+    if point.family in (WAKE, THREAD_START):
+        return wake_step(point.x, device) if point.family == WAKE else thread_start_step(point.name, device)
     if point.family == REUSE:  # the span of weight copies in private caches: the core's times the threads
         from ..measurement.environment import private_cache_bytes
 

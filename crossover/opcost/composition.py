@@ -36,6 +36,7 @@ def _reference_steps(profile: Profile, models) -> list:
     a function of a profile giving its predicted s)."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import costed_rows, host_events, step_prediction, trace_step
+    from .thread_starts import counts_thread_starts, module_thread_starts
 
     bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
     out = []
@@ -48,8 +49,12 @@ def _reference_steps(profile: Profile, models) -> list:
         sizes = dict(module_calls=calls, n_params=len(params),
                      param_bytes=sum(p.numel() * p.element_size() for p in params))
         step = step_prediction(bare, records, **sizes)
+        if counts_thread_starts(bare, step["latency_s"], fitting=True):  # the threads it starts (thread_starts)
+            sizes["thread_starts"] = module_thread_starts(model, REFERENCE_MODELS[name], int(row["m"]), workload,
+                                                          bare.threads) or 0.0
+            step = step_prediction(bare, records, **sizes)
         features = (step["autograd_s"], host_events(costed_rows(bare, records), calls), step["conv_forward_s"],
-                    step["backward_kernels_s"])
+                    step["backward_kernels_s"], sizes.get("thread_starts", 0.0))
         out.append((seconds, step["latency_s"], features, dict(model=name, workload=workload, batch_size=int(row["m"])),
                     lambda p, records=records, sizes=sizes: step_prediction(p, records, **sizes)["latency_s"]))
     return out
@@ -57,8 +62,12 @@ def _reference_steps(profile: Profile, models) -> list:
 
 #: The composition terms, in the order of :func:`_reference_steps`' features: the extra share of a
 #: training step's autograd and optimizer host work, seconds per host event, the extra share of forward
-#: convolutions and of backward kernels other than convolutions.
-COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra")
+#: convolutions and of backward kernels other than convolutions, and seconds per OpenMP thread a step starts
+#: (:mod:`.thread_starts`) where the calibration predates the primitive that prices a start. Fitted on the
+#: training steps of the six 16-thread calibrations of the GPU machines' hosts (their plain MLP and CNN start
+#: 8 threads a step at batch 1, the CNN at 32 too) it read 42-57 µs, and ``train_host_extra``, which had
+#: made up for the starts at 3.9-5.5, went to 0 (``experiments/results/intel-xeon-2c/logs/thread_start_fit.log``).
+COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra", "thread_start_s")
 #: The share of new models' measurements a prediction interval is meant to hold: its half-width is the
 #: reference models' |error| at this quantile (the #27 target: 80% inside). Their median
 #: (``model_error_rel``, the width before) held 56-83% of the VM's zoo in four sittings.
@@ -77,7 +86,7 @@ FIT_REFERENCES = ("mlp", "cnn", "bn_cnn")  # on a GPU alike: the unseen kinds' s
 
 
 #: What each composition term scales, as a report line's ``features`` names them (seconds, or a count).
-FEATURES = ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s")
+FEATURES = ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s", "thread_starts")
 
 
 def _feature_values(features) -> dict:
@@ -86,14 +95,22 @@ def _feature_values(features) -> dict:
 
 def _with_terms(profile: Profile, values) -> Profile:
     terms = dict(zip(COMPOSITION_TERMS, (float(v) for v in values)))
-    event_s = terms.pop("event_s")
-    return Profile(**{**profile.__dict__, "overheads": dict(profile.overheads, event_s=event_s), **terms})
+    overheads = dict(profile.overheads, event_s=terms.pop("event_s"))
+    start_s = terms.pop("thread_start_s")
+    if not prices_thread_starts(profile):  # a measured price stays; otherwise the fitted one
+        overheads["thread_start_s"] = start_s
+    return Profile(**{**profile.__dict__, "overheads": overheads, **terms})
+
+
+def prices_thread_starts(profile: Profile) -> bool:
+    """Whether the profile's calibration timed the thread-start primitive (its price is measured, not fitted)."""
+    return "thread_starts_pair" in profile.overheads
 
 
 #: The terms a forward step's residual fits (host events, forward convolutions) and those a training
 #: step's residual fits beside them (its autograd and optimizer host work, its backward kernels).
 FORWARD_TERMS = ("event_s", "conv_forward_extra")
-TRAIN_TERMS = ("train_host_extra", "backward_extra")
+TRAIN_TERMS = ("train_host_extra", "backward_extra", "thread_start_s")
 #: On a GPU only the host terms: its step is ``max(host, device)``, and the additive form holds for
 #: host-bound steps only.
 GPU_TERMS = ("train_host_extra", "event_s")
@@ -113,12 +130,12 @@ def _nnls_terms(steps, names, fixed) -> dict:
     return dict(zip(names, map(float, nnls(design, target)[0])))
 
 
-def _fit_terms(steps, device: str) -> np.ndarray:
+def _fit_terms(steps, device: str, measured_starts: bool = False) -> np.ndarray:
     """The composition terms in two stages: the forward terms on the forward steps alone, then the
     training terms on the training steps' residual that the forward terms leave (a training step runs a
     forward pass; the forward terms are not refitted to make up for its autograd). On a GPU only
     :data:`GPU_TERMS`."""
-    allowed = set(GPU_TERMS) if device == "cuda" else set(COMPOSITION_TERMS)
+    allowed = set(GPU_TERMS) if device == "cuda" else set(COMPOSITION_TERMS) - ({"thread_start_s"} if measured_starts else set())
     forward = [step for step in steps if step[3]["workload"] == "forward"]
     train = [step for step in steps if step[3]["workload"] != "forward"]
     coef = _nnls_terms(forward, [n for n in FORWARD_TERMS if n in allowed], {})
@@ -138,7 +155,8 @@ def with_composition(profile: Profile, models) -> Profile:
     ``train_interval_rel``."""
     every = _reference_steps(profile, models)
     steps = [step for step in every if step[3]["model"] in FIT_REFERENCES]
-    coef = _fit_terms(steps, profile.device)
+    measured = prices_thread_starts(profile)
+    coef = _fit_terms(steps, profile.device, measured)
     fitted = _with_terms(profile, coef)
     loo = len(steps) > len(COMPOSITION_TERMS) + 1
     report, errors = [], []
@@ -147,7 +165,7 @@ def with_composition(profile: Profile, models) -> Profile:
         line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
                     uncorrected_s=base, features=_feature_values(features))
         if loo:
-            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device))
+            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device, measured))
             line["leave_one_out_error"] = predict(others) / measured - 1
         errors.append(line["leave_one_out_error"] if loo else line["error"])
         report.append(line)

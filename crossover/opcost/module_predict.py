@@ -42,18 +42,21 @@ memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` n
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import warnings as _warnings
 from collections import defaultdict
 from typing import Optional, Sequence
 
 from ..crossings import log_crossings
+from ..measurement.module_rounds import model_mode
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
 from .layer_primitives import layer_family
 from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
 from .reuse import reuse_s
+from .thread_starts import counts_thread_starts, module_thread_starts, unpriced_warning
 from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
 
@@ -72,18 +75,6 @@ def _counting_module_calls(counter: list):
         yield
     finally:
         handle.remove()
-
-
-@contextlib.contextmanager
-def model_mode(model, training: bool):
-    """``model`` in training (or eval) mode for the block; every module's own mode restored after."""
-    previous = {m: m.training for m in model.modules()}
-    model.train(training)
-    try:
-        yield
-    finally:
-        for module, was_training in previous.items():
-            module.training = was_training
 
 
 def trace_step(model, sample_shape, batch_size: int, workload: str = "forward", dtype=None):
@@ -133,7 +124,7 @@ def host_events(rows, module_calls: int) -> int:
 
 def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int, param_bytes: int,
                     input_bytes: int = 0, transfer: bool = False, top: int = 5,
-                    weights: Optional[str] = None) -> dict:
+                    weights: Optional[str] = None, thread_starts: float = 0.0) -> dict:
     """Compose one step on one profile from its traced op rows (pure).
 
     Parameters
@@ -158,6 +149,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     weights : {"hot", "cold"}, optional
         Cost the matrix products with their weights hot or cold whatever ``param_bytes`` says
         (:mod:`crossover.fit.calibrated_model` blends the two).
+    thread_starts : float
+        OpenMP threads the step starts anew each time on a CPU (:mod:`.thread_starts`, counted by running it),
+        each at the profile's ``thread_start_s``.
 
     Returns
     -------
@@ -240,7 +234,11 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     # a CPU step's weights and gradients read back from the shared cache once its footprint outgrows the
     # private ones (reuse; 0 on a GPU, on a profile without the curve, or with the weights costed cold)
     state_s, footprint = reuse_s(profile, rows, cold)
-    host += wake_paid_s + state_s
+    # threads the OpenMP runtime starts anew each step (a team wider than the one before: thread_starts)
+    starts_s = 0.0 if on_gpu else thread_starts * o("thread_start_s")
+    if unpriced_warning(profile):
+        warnings.append(unpriced_warning(profile))
+    host += wake_paid_s + state_s + starts_s
     memory += state_s
     by_family["reuse"] += state_s
     sync = (o("step_sync_s") or o("sync_s")) if on_gpu else 0.0
@@ -253,10 +251,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         launch_part = floors + max(host - device, 0.0) + sync + copy
     else:
         busy = host
-        launch_part = floors + overhead - faults + wake_paid_s  # page faults: the memory system's work, not dispatch
+        launch_part = floors + overhead - faults + wake_paid_s + starts_s  # page faults: the memory system's work, not dispatch
         memory += faults
     latency = busy + sync + copy
-    by_family["overhead"] += overhead + wake_paid_s if not on_gpu else max(host - device, 0.0)
+    by_family["overhead"] += overhead + wake_paid_s + starts_s if not on_gpu else max(host - device, 0.0)
     spread = sum(share * float(profile.spread_rel.get(family, 0.0) or 0.0)
                  for family, share in ((f, t / latency) for f, t in by_family.items()) if latency > 0)
     r = max(spread, profile.noise_floor_rel, profile.interval_for(train))
@@ -276,7 +274,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     return dict(latency_s=latency, latency_low_s=max(low, 0.1 * latency),
                 latency_high_s=latency * (1 + r) + uncovered * (UNCOVERED_FACTOR - 1) + wake_unsure_s, fault_s=faults,
                 host_s=host, device_s=device if on_gpu else math.nan, sync_s=sync, copy_s=copy, overhead_s=overhead,
-                autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, reuse_s=state_s,
+                autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, thread_starts=thread_starts,
+                thread_starts_s=starts_s, reuse_s=state_s,
                 footprint_bytes=footprint, conv_forward_s=conv_forward,
                 backward_kernels_s=backward_kernels,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
@@ -394,7 +393,8 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     n_params = sum(1 for p in params if p.requires_grad)
     dense = sorted(set(batch_sizes) | {2**k for k in range(31) if min(batch_sizes) <= 2**k <= max(batch_sizes)})
     element = _element_size(dtype)
-    rows = []
+    rows = []  # the threads a step starts, counted by running it at a profile's thread count (thread_starts)
+    starts = functools.cache(lambda b, threads: module_thread_starts(model, shape, b, workload, threads, dtype) or 0.0)
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
@@ -403,9 +403,12 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
         for profile in profiles:
             # a recurrent layer as one call where the profile timed one (a GPU's cuDNN, a CPU's C++ loop)
             whole = costs_recurrent_whole(profile)
-            step = step_prediction(profile, fused if whole else records, module_calls=calls,
-                                   n_params=n_params, param_bytes=param_bytes,
-                                   input_bytes=input_bytes, transfer=transfer, top=top)
+            sizes = dict(module_calls=calls, n_params=n_params, param_bytes=param_bytes, input_bytes=input_bytes,
+                         transfer=transfer, top=top)
+            step = step_prediction(profile, fused if whole else records, **sizes)
+            n = starts(batch_size, profile.threads) if counts_thread_starts(profile, step["latency_s"]) else 0.0
+            if n:
+                step = step_prediction(profile, fused if whole else records, thread_starts=n, **sizes)
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,
                              batch_size=batch_size, workload=workload, requested=batch_size in batch_sizes, **step))
     frame = pd.DataFrame(rows)

@@ -1,0 +1,131 @@
+"""OpenMP threads a CPU step starts anew: counted by running it, priced by a calibration primitive (or,
+before it, fitted on the reference steps), and paid by a prediction at the profile's thread count."""
+
+import dataclasses
+import sys
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+from crossover.opcost.calibrate import build_profile
+from crossover.opcost.calibration_plan import PLANS, make_step, points
+from crossover.opcost.composition import COMPOSITION_TERMS, _fit_terms
+from crossover.opcost.module_predict import step_prediction, trace_step
+from crossover.opcost.profiles import synthetic_profile
+from crossover.opcost.thread_starts import (NARROW, PAIR, THREAD_START, WIDE, count_thread_starts,
+                                            counts_thread_starts, fit_thread_start, module_thread_starts,
+                                            unpriced_warning)
+from calibration_rows import US, overhead_rows, row
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/task")
+
+
+@linux
+def test_a_call_that_starts_a_thread_counts_one_and_a_plain_call_none():
+    """A thread that lives past the call, as a started OpenMP worker waits in its pool."""
+    release, workers = threading.Event(), []
+
+    def start_one():
+        workers.append(threading.Thread(target=release.wait))
+        workers[-1].start()
+
+    try:
+        assert count_thread_starts(start_one) == 1.0
+    finally:
+        release.set()
+        for worker in workers:
+            worker.join()
+    assert count_thread_starts(lambda: sum(range(100))) == 0.0
+
+
+def _families(alone_s, wide_s, start_s, starts):
+    return {THREAD_START: [(alone_s, 0.0, dict(name=NARROW, x=0.0)), (wide_s, 0.0, dict(name=WIDE, x=0.0)),
+                           (alone_s + wide_s + starts * start_s, 0.0, dict(name=PAIR, x=starts))]}
+
+
+def test_the_price_of_a_start_is_recovered_from_the_pair():
+    fitted = fit_thread_start(_families(12 * US, 6 * US, 45 * US, 12.0))
+    assert fitted["thread_start_s"] == pytest.approx(45 * US) and fitted["thread_starts_pair"] == 12.0
+    assert fit_thread_start(_families(12 * US, 6 * US, 45 * US, 0.0))["thread_start_s"] == 0.0  # nothing started
+    assert fit_thread_start({}) == {}  # a calibration from before the primitive: the composition fits it
+
+
+def test_a_profile_built_from_the_primitives_prices_a_start_and_keeps_it_out_of_the_curves():
+    rows = overhead_rows() + [row(name, seconds, family=THREAD_START, m=128, n=784, x=x)
+                              for name, seconds, x in ((NARROW, 12 * US, 0.0), (WIDE, 6 * US, 0.0),
+                                                       (PAIR, 18 * US + 10 * 50 * US, 10.0))]
+    profile = build_profile(rows, device="cpu", machine="test", threads=16)
+    assert profile.overhead("thread_start_s") == pytest.approx(50 * US)
+    assert THREAD_START not in profile.curves
+    assert counts_thread_starts(profile, 1e-3) and not counts_thread_starts(profile, 1.0)  # a long step: not run
+    assert not counts_thread_starts(dataclasses.replace(profile, threads=2), 1e-3)
+
+
+def test_a_step_pays_its_starts_at_the_profiles_price_on_a_cpu_only():
+    table, calls = trace_step(nn.Sequential(nn.Linear(64, 64), nn.ReLU()), (64,), 1, "forward")
+    rows = table.to_dict("records")
+    cpu = synthetic_profile(dispatch_s=2 * US, thread_start_s=50 * US)
+    plain = step_prediction(cpu, rows, module_calls=calls, n_params=2, param_bytes=0)
+    started = step_prediction(cpu, rows, module_calls=calls, n_params=2, param_bytes=0, thread_starts=10)
+    assert started["latency_s"] - plain["latency_s"] == pytest.approx(500 * US)
+    assert started["thread_starts_s"] == pytest.approx(500 * US) and started["thread_starts"] == 10
+    gpu = synthetic_profile("cuda", dispatch_s=2 * US, thread_start_s=50 * US)
+    on_gpu = [step_prediction(gpu, rows, module_calls=calls, n_params=2, param_bytes=0, thread_starts=n)
+              for n in (0, 10)]
+    assert on_gpu[0]["latency_s"] == on_gpu[1]["latency_s"]
+
+
+def test_a_many_thread_profile_from_before_the_primitive_says_what_it_leaves_out():
+    old = dataclasses.replace(synthetic_profile(), threads=16)
+    old.overheads.pop("thread_start_s", None)
+    assert "OpenMP threads" in unpriced_warning(old)
+    assert unpriced_warning(dataclasses.replace(old, threads=2)) == ""
+    assert unpriced_warning(dataclasses.replace(old, overheads=dict(old.overheads, thread_start_s=0.0))) == ""
+
+
+def _train_step(measured_s, bare_s, autograd_s, starts):
+    features = (autograd_s, 0.0, 0.0, 0.0, starts)
+    return (measured_s, bare_s, features, dict(model="mlp", workload="train", batch_size=1), None)
+
+
+def test_the_composition_fits_the_price_where_the_calibration_has_no_primitive():
+    """Training steps whose gaps are 0.5 × their autograd plus 40 µs a start: both recovered, the starts'
+    gap not taken for autograd; with a measured price the term is not fitted."""
+    cases = [(200 * US, 80 * US, 8.0), (300 * US, 100 * US, 0.0), (150 * US, 60 * US, 12.0), (400 * US, 90 * US, 4.0)]
+    steps = [_train_step(bare + 0.5 * autograd + n * 40 * US, bare, autograd, n) for bare, autograd, n in cases]
+    coef = dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cpu")))
+    assert coef["thread_start_s"] == pytest.approx(40 * US, rel=1e-6)
+    assert coef["train_host_extra"] == pytest.approx(0.5, rel=1e-6)
+    assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cpu", measured_starts=True)))["thread_start_s"] == 0.0
+
+
+@linux
+def test_a_batch_1_training_step_starts_threads_at_16_and_the_callers_model_is_untouched():
+    """The MNIST MLP's shape: MKL runs its batch-1 weight gradient, a rank-1 product, on a few threads and
+    the SGD update after it on all 16 (torch 2.13's CPU build); at batch 8 and at two threads nothing starts."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
+    before = [p.detach().clone() for p in model.parameters()]
+    threads = torch.get_num_threads()
+    assert module_thread_starts(model, (1, 28, 28), 1, "train", 16) > 0
+    assert module_thread_starts(model, (1, 28, 28), 8, "train", 16) == 0
+    assert module_thread_starts(model, (1, 28, 28), 1, "train", 2) == 0
+    assert torch.get_num_threads() == threads and not model.training
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+@linux
+def test_the_plan_times_the_pair_above_one_thread_and_each_step_runs():
+    with torch.no_grad():
+        previous = torch.get_num_threads()
+        torch.set_num_threads(16)
+        try:
+            found = {p.name: p for p in points(PLANS["quick"], "cpu", 16) if p.family == THREAD_START}
+        finally:
+            torch.set_num_threads(previous)
+    assert set(found) == {NARROW, WIDE, PAIR} and found[PAIR].x > 0  # MKL's narrow team, then all 16
+    assert not [p for p in points(PLANS["quick"], "cpu", 1) if p.family == THREAD_START]
+    for point in found.values():
+        make_step(point, "cpu")()
