@@ -43,8 +43,8 @@ RANK1 = (128, 784)
 #: The ReLU's elements: past ATen's grain (32768), so it opens a region over every thread.
 WIDE_ELEMENTS = 2**16
 #: Steps predicted longer than this are not run to count their starts: at 16 threads and ~50 µs a start
-#: the churn costs at most 0.8 ms, under 2% of such a step.
-PROBE_MAX_S = 0.05
+#: the churn costs at most 0.8 ms, 4% of such a step; and counting (9 steps) stays within a GPU run's zoo stage.
+PROBE_MAX_S = 0.02
 #: Below three threads a narrower team is one thread, which MKL and oneDNN run without a region: on the
 #: 2-core VM at two threads no step of the zoo started any.
 MIN_THREADS = 3
