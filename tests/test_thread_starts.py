@@ -129,3 +129,27 @@ def test_the_plan_times_the_pair_above_one_thread_and_each_step_runs():
     assert not [p for p in points(PLANS["quick"], "cpu", 1) if p.family == THREAD_START]
     for point in found.values():
         make_step(point, "cpu")()
+
+
+@linux
+def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli_in_process, tmp_path):
+    """``predict --model`` on a 16-thread profile that prices a start: the MNIST MLP's batch-1 training step
+    runs here at 16 threads, its starts are costed and printed; its batch-8 step starts none."""
+    from conftest import ROOT
+    from crossover.opcost.profiles import write_profile
+
+    profile = dataclasses.replace(synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e10, machine="many",
+                                                    thread_start_s=50 * US), threads=16)
+    write_profile(tmp_path, profile)
+    model = ROOT / "experiments" / "zoo" / "mnist_mlp.py"
+    result = cli_in_process("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1,8",
+                            "--profiles", str(tmp_path), "--workload", "train", "--json")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    one, eight = json.loads(result.stdout)["devices"]
+    assert one["thread_starts"] > 0 and one["thread_starts_s"] == pytest.approx(one["thread_starts"] * 50 * US)
+    assert eight["thread_starts"] == 0
+    human = cli_in_process("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1",
+                           "--profiles", str(tmp_path), "--workload", "train")
+    assert "OpenMP threads started a step" in human.stdout

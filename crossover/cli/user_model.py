@@ -156,10 +156,12 @@ def cmd_predict_model(args) -> int:
     for row in frame.itertuples():
         top = ", ".join(f"{op['op'].replace('aten.', '').replace('.default', '')} {op['share']:.0%}"
                         for op in row.top_ops[:3])
+        starts = (f"; {row.thread_starts:.0f} OpenMP threads started a step ({format_seconds(row.thread_starts_s)})"
+                  if getattr(row, "thread_starts", 0) else "")
         print(f"  {row.profile:<28s} batch {row.batch_size:<6d} {format_seconds(row.latency_s, 3):>9s} "
               f"[{format_seconds(row.latency_low_s)}, {format_seconds(row.latency_high_s)}]  {row.bound}-bound "
               f"(launch {row.launch_share:.0%}, memory {row.memory_share:.0%}, compute {row.compute_share:.0%}); "
-              f"top: {top}")
+              f"top: {top}{starts}")
     for c in frame.attrs["crossovers"]:
         a, b = c["between"]
         if c["at"] is None:
