@@ -153,3 +153,15 @@ def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli
     human = cli_in_process("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1",
                            "--profiles", str(tmp_path), "--workload", "train")
     assert "OpenMP threads started a step" in human.stdout
+
+
+def test_a_pair_that_started_nothing_leaves_the_price_to_the_reference_steps():
+    """Where the calibration's own pair started no thread (an MKL that sizes that product's team otherwise),
+    the composition still fits the price on the reference steps; where it started some, the price stands."""
+    from crossover.opcost.composition import prices_thread_starts
+
+    none = dataclasses.replace(synthetic_profile(thread_start_s=0.0, thread_starts_pair=0.0), threads=16)
+    some = dataclasses.replace(synthetic_profile(thread_start_s=40 * US, thread_starts_pair=12.0), threads=16)
+    assert not prices_thread_starts(none) and counts_thread_starts(none, 1e-3, fitting=True)
+    assert not counts_thread_starts(none, 1e-3)  # priced at nothing: a prediction runs nothing
+    assert prices_thread_starts(some) and counts_thread_starts(some, 1e-3)

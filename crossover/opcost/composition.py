@@ -103,8 +103,9 @@ def _with_terms(profile: Profile, values) -> Profile:
 
 
 def prices_thread_starts(profile: Profile) -> bool:
-    """Whether the profile's calibration timed the thread-start primitive (its price is measured, not fitted)."""
-    return "thread_starts_pair" in profile.overheads
+    """Whether the profile's calibration priced a start with its primitive (measured, not fitted): the pair
+    started threads there. Where it started none (another MKL's team sizes) the reference steps fit it."""
+    return profile.overhead("thread_starts_pair") > 0
 
 
 #: The terms a forward step's residual fits (host events, forward convolutions) and those a training

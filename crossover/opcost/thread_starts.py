@@ -136,8 +136,9 @@ def fit_thread_start(families: Mapping) -> dict:
 def counts_thread_starts(profile, latency_s: float, fitting: bool = False) -> bool:
     """Whether a step predicted at ``latency_s`` on ``profile`` is run to count its thread starts: on a CPU
     profile of :data:`MIN_THREADS` threads or more that prices a start (or, ``fitting`` the composition, one
-    calibrated before the primitive, whose price the reference steps fit), a step under :data:`PROBE_MAX_S`."""
-    priced = profile.overhead("thread_start_s") > 0 or (fitting and "thread_starts_pair" not in profile.overheads)
+    whose primitive did not price it, from before it or where its pair started none: the reference steps fit
+    the price), a step under :data:`PROBE_MAX_S`."""
+    priced = profile.overhead("thread_start_s") > 0 or (fitting and profile.overhead("thread_starts_pair") <= 0)
     return profile.device == "cpu" and int(profile.threads or 0) >= MIN_THREADS and latency_s <= PROBE_MAX_S and priced
 
 
