@@ -5,9 +5,9 @@ and the fresh pages the step faulted there.
     python experiments/bench_thread_starts.py experiments/results/nvidia-h100-80gb-hbm3-16c/run5/zoo \\
         --profile experiments/results/nvidia-h100-80gb-hbm3-16c/run5/gpu-paired/calibration/cpu
 
-Each CPU ``measure-*.json`` of the folder is predicted from ``--profile`` (``crossover.decide``, as
-``experiments/zoo_check.py`` does; a profile calibrated before the thread-start primitive costs no
-starts) and its step run at the file's thread count here to count the threads it starts
+Each CPU ``measure-*.json`` of the folder is predicted from ``--profile`` with its price of a thread start
+set to nothing (``crossover.decide``, as ``experiments/zoo_check.py`` does, on a copy of the profile) and
+its step run at the file's thread count here to count the threads it starts
 (:func:`crossover.opcost.thread_starts.module_thread_starts`). Where it starts some, the host's miss per
 start, ``(measured - predicted) / starts``, is printed: what a start cost there if the starts are the
 miss. The count is this machine's libraries' (torch, MKL, oneDNN); a host's may size its teams otherwise,
@@ -37,8 +37,23 @@ def faulted_kib(folder: Path) -> dict:
     return out
 
 
+def without_starts(profile_dir) -> str:
+    """A copy of the profile (in a temporary folder) that prices no thread start, measured or fitted."""
+    import dataclasses
+    import tempfile
+
+    from crossover.opcost.profiles import load_profile, write_profile
+
+    profile = load_profile(profile_dir)
+    unpriced = dataclasses.replace(profile, overheads=dict(profile.overheads, thread_start_s=0.0, thread_starts_pair=0.0))
+    out = tempfile.mkdtemp(prefix="unpriced_profile_")
+    write_profile(out, unpriced)
+    return out
+
+
 def main(argv=None) -> int:
-    from crossover.analysis.zoo_runs import predict_measurements, read_measurements, zoo_models_dir
+    from crossover.analysis.zoo_runs import _input_dtype, predict_measurements, read_measurements, zoo_models_dir
+    from crossover.measurement.user_module import input_dtype as dtype_named
     from crossover.measurement.user_module import load_factory
     from crossover.opcost.thread_starts import module_thread_starts
 
@@ -54,19 +69,15 @@ def main(argv=None) -> int:
     if measured.empty:
         print(f"no CPU measurements in {args.zoo}", file=sys.stderr)
         return 2
-    frame = predict_measurements(measured, [args.profile])
+    frame = predict_measurements(measured, [without_starts(args.profile)])
     faults = faulted_kib(args.zoo)
     print(f"{args.zoo}: predicted from {args.profile}; threads counted here", flush=True)
     print(f"{'model':18s} {'workload':8s} {'batch':>5s} {'threads':>7s} {'measured µs':>11s} {'predicted µs':>12s} "
           f"{'faulted KiB':>11s} {'starts':>6s} {'µs a start':>10s}")
     per_start, faulted_with, faulted_without = [], [], []
     for row in frame.itertuples():
-        dtype = None
-        factory = load_factory(f"{zoo_models_dir() / row.model}.py:model")
-        if row.model == "embedding_bag":
-            import torch
-
-            dtype = torch.long
+        model_file = zoo_models_dir() / f"{row.model}.py"
+        factory, dtype = load_factory(f"{model_file}:model"), dtype_named(_input_dtype(model_file))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             starts = module_thread_starts(factory(), row.input_shape, row.batch_size, row.workload,

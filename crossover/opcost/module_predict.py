@@ -236,8 +236,9 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     state_s, footprint = reuse_s(profile, rows, cold)
     # threads the OpenMP runtime starts anew each step (a team wider than the one before: thread_starts)
     starts_s = 0.0 if on_gpu else thread_starts * o("thread_start_s")
-    if unpriced_warning(profile):
-        warnings.append(unpriced_warning(profile))
+    unpriced = unpriced_warning(profile)
+    if unpriced:
+        warnings.append(unpriced)
     host += wake_paid_s + state_s + starts_s
     memory += state_s
     by_family["reuse"] += state_s

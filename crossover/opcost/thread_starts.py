@@ -9,11 +9,11 @@ threads and whose next op runs on all of them starts the difference every step.
 
 That is what made batch-1 steps slow on the 16-core hosts of the GPU machines: LeNet-5's forward pass took
 859 µs at batch 1 against 337 at batch 8, the MNIST MLP's training step 936 against 309, the 1-D CNN's
-forward pass 501 against 369 (``experiments/results/nvidia-h100-80gb-hbm3-16c/run5/zoo``), and exactly
-those steps faulted 75-91 KiB of fresh pages a step where their neighbours faulted none. On the 2-core VM
-at 16 threads (oversubscribed: good for counting, not for timing) the same three steps start 11, 12 and
-8 threads a step and none at batch 8 (``experiments/bench_thread_starts.py``); against the hosts' predictions
-without them that is 46-56 µs a start. At two threads nothing starts: MKL and oneDNN run such work on
+forward pass 501 against 369 (``experiments/results/nvidia-h100-80gb-hbm3-16c/run5/zoo``), and those steps
+faulted 75-91 KiB of fresh pages a step where their batch-8 steps faulted none. On the 2-core VM at 16
+threads (oversubscribed: good for counting, not for timing) the same three steps start 11, 12 and 8
+threads a step and none at batch 8 (``experiments/bench_thread_starts.py``); against the hosts' predictions
+without them that is 46-72 µs a start (the H100's third to fifth visits, the H200's first). At two threads nothing starts: MKL and oneDNN run such work on
 one thread or on both.
 
 So the count is measured, not modelled: :func:`module_thread_starts` runs the real step a few times at
