@@ -4,6 +4,7 @@ whose glibc allocator was first settled (:func:`crossover.measurement.allocator.
     python experiments/bench_allocator.py [--threads 1] [--batch-sizes 8,64] [--models conv1d_sequence,...]
     python experiments/bench_allocator.py --processes 6 --batch-sizes 512 --models depthwise_cnn,conv1d_sequence
     python experiments/bench_allocator.py --visits 8 --batch-sizes 512 --models depthwise_cnn
+    python experiments/bench_allocator.py --processes 2 --batch-sizes 512 --models wavenet_block --zoo experiments/zoo_third
 
 Each (state, model) runs in a process of its own, so what one measured cannot warm the next; per step
 it prints the page faults (``getrusage``) and the 10th percentile of 30 timed steps. Run it on a quiet
@@ -159,6 +160,7 @@ def processes(models: list, batches: list, threads: int, count: int) -> None:
 
 
 def main(argv=None) -> int:
+    global ZOO
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch-sizes", default="8,64")
@@ -170,7 +172,9 @@ def main(argv=None) -> int:
     parser.add_argument("--others", default="conv1d_sequence,lenet5",
                         help="with --visits: the zoo models run between visits")
     parser.add_argument("--seed", type=int, default=1, help="with --visits: the draw of the buffers kept")
+    parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of the models (default: experiments/zoo)")
     args = parser.parse_args(argv)
+    ZOO = args.zoo.resolve()
     batches = [int(b) for b in args.batch_sizes.split(",")]
     if args.visits:
         visits(args.models.split(","), batches, args.threads, args.visits, args.others.split(","), args.seed)

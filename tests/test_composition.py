@@ -3,6 +3,7 @@ page faults of fresh outputs, weight gradients at small batches, image sizes, we
 being warm, and the composition factors fitted on the reference models."""
 
 import dataclasses
+from pathlib import Path
 import math
 import re
 
@@ -16,7 +17,7 @@ from crossover.opcost.calibrate import _without_page_faults, measure_calibration
 from crossover.opcost.composition import FIT_REFERENCES, with_composition
 from crossover.opcost.calibration_plan import PLANS, REFERENCE_MODELS, fresh_buffers, output_bytes
 from crossover.opcost.module_predict import predict_module, step_prediction, trace_step
-from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, onednn_buffers, op_cost
+from crossover.opcost.op_costs import FRESH_MIN_BYTES, conv_backend, fresh_bytes, onednn_buffers, onednn_copies, op_cost
 from crossover.opcost.profiles import Grid, Profile, load_profile, synthetic_profile, write_profile
 from crossover.opcost.trace import trace_module
 
@@ -383,6 +384,44 @@ def test_onednn_buffers_are_the_reorders_onednn_reports():
                             torch.empty(64, c_in, side, side, device="meta"), "forward").to_dict("records")
         [row] = [r for r in rows if r["kind"] == "conv"]
         assert len(onednn_buffers(row, 2)) == len(activation_reorders), (c_in, groups, activation_reorders)
+
+
+_PADDED_COPIES = """
+import resource, torch
+from crossover.measurement.allocator import settle_allocator
+torch.set_num_threads(2)
+settle_allocator()
+conv = torch.nn.Conv1d(24, 24, 3, padding=1)
+x = torch.randn(512, 24, 512)  # 24 MiB: under glibc's settled 31 MiB mmap threshold; 32 MiB with 32 channels
+with torch.no_grad():
+    for _ in range(3):
+        conv(x)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(4):
+        conv(x)
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) * resource.getpagesize() / 4)
+"""
+
+
+@needs_onednn
+def test_onednn_copies_pad_channels_to_whole_blocks_and_those_of_32_mib_fault_every_call():
+    """oneDNN's blocked layout pads 24 channels to 32: the two 32 MiB copies of a ``Conv1d(24, 24, 3)`` over
+    512 x 512 steps are mapped afresh at every call (faulted in), where unpadded 24 MiB copies would come
+    from the heap. Counted in a process of its own (glibc settled as a measurement is)."""
+    import platform
+    import subprocess
+    import sys
+
+    assert onednn_copies((512, 24, 512), 24, (512, 24, 512)) == [(512, 32, 512), (512, 32, 512)]
+    assert onednn_copies((8, 3, 32, 32), 3, (8, 40, 32, 32)) == [(8, 48, 32, 32)]  # a first layer's plain input
+    assert onednn_copies((8, 40, 100), 1, (8, 40, 100)) == [(8, 48, 100), (8, 48, 100)]  # depthwise
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's mmap threshold is what this counts against")
+    run = subprocess.run([sys.executable, "-c", _PADDED_COPIES], capture_output=True, text=True, timeout=120,
+                         check=True, env=dict(__import__("os").environ, PYTHONPATH=str(Path(__file__).parents[1])))
+    per_call = float(run.stdout.split()[-1])
+    padded = 4.0 * 512 * 32 * 512
+    assert per_call >= 1.5 * padded, per_call  # both copies (2 x 32 MiB) faulted in, call after call
 
 
 def test_the_calibration_counts_a_primitives_onednn_buffers_as_a_model_does():

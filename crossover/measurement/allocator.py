@@ -23,6 +23,14 @@ process whose heap other work disturbed (27-80 ms); the encoder layer's, mostly 
 704 MiB (``experiments/bench_allocator.py --processes``, ``--visits``). A prediction costs them all
 (what a process running only that model pays) and its interval reaches down to the step without them
 (:func:`crossover.opcost.module_predict.step_prediction`).
+
+A buffer of 32 MiB is often one the model never names: oneDNN's blocked copy of a convolution's
+activations, its channels padded to whole blocks (:func:`crossover.opcost.op_costs.onednn_copies`). And
+buffers all under the threshold fault too when the heap's free top outgrows the trim threshold (twice the
+mmap threshold) and glibc gives it back at a step's end: on the VM the separable 1-D model's step at batch
+512 faulted a median 0 MiB a step in one settled process and 87 MiB in another
+(``experiments/results/intel-xeon-2c/logs/bench_allocator_padded_1128x_t1.log``). Predictions do not
+count such trims.
 """
 
 from __future__ import annotations
