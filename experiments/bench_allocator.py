@@ -176,6 +176,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     ZOO = args.zoo.resolve()
     batches = [int(b) for b in args.batch_sizes.split(",")]
+    sys.path.insert(0, str(ZOO))
+    import importlib
+
+    models = []
+    for name in args.models.split(","):  # the steps run on random floats: models of integer ids are left out
+        if getattr(importlib.import_module(name), "INPUT_DTYPE", "float32") not in ("float", "float32"):
+            print(f"{name}: left out (its input is integer ids; this script feeds random floats)", file=sys.stderr)
+        else:
+            models.append(name)
+    args.models = ",".join(models)
     if args.visits:
         visits(args.models.split(","), batches, args.threads, args.visits, args.others.split(","), args.seed)
         return 0
