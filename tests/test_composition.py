@@ -407,7 +407,8 @@ with torch.no_grad():
 def test_onednn_copies_pad_channels_to_whole_blocks_and_those_of_32_mib_fault_every_call():
     """oneDNN's blocked layout pads 24 channels to 32: the two 32 MiB copies of a ``Conv1d(24, 24, 3)`` over
     512 x 512 steps are mapped afresh at every call (faulted in), where unpadded 24 MiB copies would come
-    from the heap. Counted in a process of its own (glibc settled as a measurement is)."""
+    from the heap. Counted in a process of its own (glibc settled as a measurement is); and none in a
+    process started with :data:`NO_FRESH_PAGES_ENV`."""
     import platform
     import subprocess
     import sys
@@ -422,6 +423,13 @@ def test_onednn_copies_pad_channels_to_whole_blocks_and_those_of_32_mib_fault_ev
     per_call = float(run.stdout.split()[-1])
     padded = 4.0 * 512 * 32 * 512
     assert per_call >= 1.5 * padded, per_call  # both copies (2 x 32 MiB) faulted in, call after call
+    # glibc told to map nothing afresh and give nothing back (what a prediction's low end assumes): none
+    from crossover.measurement.allocator import NO_FRESH_PAGES_ENV
+
+    env = dict(__import__("os").environ, PYTHONPATH=str(Path(__file__).parents[1]), **NO_FRESH_PAGES_ENV)
+    kept = subprocess.run([sys.executable, "-c", _PADDED_COPIES], capture_output=True, text=True, timeout=120,
+                          check=True, env=env)
+    assert float(kept.stdout.split()[-1]) < 0.05 * padded, kept.stdout
 
 
 def test_the_calibration_counts_a_primitives_onednn_buffers_as_a_model_does():

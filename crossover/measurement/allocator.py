@@ -37,11 +37,27 @@ from __future__ import annotations
 
 import platform
 
-__all__ = ["settle_allocator", "SETTLE_BYTES", "fresh_pages_fill"]
+__all__ = ["settle_allocator", "SETTLE_BYTES", "fresh_pages_fill", "NO_FRESH_PAGES_ENV", "no_fresh_pages_env"]
 
 #: The block freed to raise glibc's mmap threshold: just under its 32 MiB ceiling
 #: (``DEFAULT_MMAP_THRESHOLD_MAX``; a block freed above the ceiling leaves the threshold where it was).
 SETTLE_BYTES = 31 * 2**20
+
+#: glibc's environment that keeps a serving process's buffers on its heap, step after step: nothing mapped
+#: afresh (``M_MMAP_MAX`` 0: large buffers come from the heap too) and nothing given back (a trim threshold
+#: past any step's heap). In processes of their own on the 2-core VM at batch 512, one thread
+#: (``experiments/results/intel-xeon-2c/logs/bench_allocator_nommap_1128x_t1.log``), the WaveNet-style block
+#: faulted nothing and took 300 ms against 944-983 MiB a step and 739-775 ms by default; the depthwise CNN
+#: 65 ms against 117-120; the encoder layer 776 ms against 1162-1207; each near its prediction without page
+#: faults (343, 62.7 and 771 ms: ``predict_without_faults_1128x.log``). The heap then holds the step's largest
+#: footprint for good.
+NO_FRESH_PAGES_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**32)}
+
+
+def no_fresh_pages_env() -> str:
+    """:data:`NO_FRESH_PAGES_ENV` as a shell prefix (``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...``)."""
+    return " ".join(f"{k}={v}" for k, v in NO_FRESH_PAGES_ENV.items())
+
 
 _SETTLED: list = []
 

@@ -304,10 +304,13 @@ def heap_fault_warning(buffer_bytes: float, fault_s: float, latency_s: float) ->
     """The warning of a CPU step whose buffers of 32 MiB or more (``buffer_bytes`` in all) cost ``fault_s``
     of its predicted ``latency_s`` in page faults: whether a process pays them depends on its heap
     (see :mod:`crossover.measurement.allocator`)."""
+    from ..measurement.allocator import no_fresh_pages_env
+
     return (f"{buffer_bytes / 2**20:.0f} MiB of this step's buffers are 32 MiB or larger: glibc maps them "
             f"afresh and the step faults them in ({format_seconds(fault_s)}, {fault_s / latency_s:.0%} of the "
             "prediction) unless its heap has a free block to hold them, which depends on what the process "
-            "holds and has freed; the interval's low end is the step without them")
+            "holds and has freed; the interval's low end is the step without them, what a process started "
+            f"with {no_fresh_pages_env()} pays (glibc keeps every buffer on its heap)")
 
 
 def _beyond_floor(cost, on_gpu: bool) -> float:
