@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     keys = ["model", "workload", "batch_size"]
     median = data.pivot_table(index=keys, columns="threads", values="error_pct", aggfunc="median").round(1)
     low = data.pivot_table(index=keys, columns="threads", values="error_pct", aggfunc=lambda e: (e < 0).mean()).round(2)
-    count = data.groupby("threads").size() // data.groupby("threads")[keys].apply(lambda t: len(t.drop_duplicates()))
-    print(f"{len(tables)} tables; sittings per thread count: " + ", ".join(f"{t}: {int(n)}" for t, n in count.items()))
+    count = pd.Series([int(t["threads"].iloc[0]) for t in tables]).value_counts().sort_index()
+    print(f"{len(tables)} tables; sittings per thread count: " + ", ".join(f"{t}: {n}" for t, n in count.items()))
     print(pd.concat([median, low], axis=1, keys=["median error %", "share low"]).to_string())
     return 0
 

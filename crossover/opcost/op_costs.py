@@ -213,9 +213,10 @@ def onednn_copies(x: tuple, in_per_group: int, out: tuple) -> list:
     (:func:`crossover.opcost.calibration_plan.fresh_buffers`).
 
     The padding decides which copies glibc maps afresh: on the 2-core VM a WaveNet-style block of 24
-    channels over 512 steps at batch 512 (24 MiB activations, none of 32 MiB) faulted 600-790 MiB a step
-    in a process running only it, 64 MiB inside each of its twelve convolutions: two 32 MiB blocked
-    copies, mapped and unmapped at every call (``glibc mallinfo2`` around each op)."""
+    channels over 512 steps at batch 512 (24 MiB activations, none of 32 MiB) faulted 800 MiB a step in a
+    process running only it, 32 or 64 MiB inside each of its convolutions while glibc's arena stayed put:
+    the 32 MiB blocked copies, mapped and unmapped at every call (``experiments/bench_heap_ops.py``, its
+    log ``bench_heap_ops_wavenet_b512_t1.log``)."""
     grouped = in_per_group != x[1]
     copies = [tuple(out)] + ([tuple(x)] if grouped or x[1] >= ONEDNN_CHANNEL_BLOCK else [])
     return [(s[0], -(-s[1] // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK, *s[2:]) for s in copies]
