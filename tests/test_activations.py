@@ -90,3 +90,29 @@ def test_an_uncovered_costly_elementwise_op_is_named_in_a_warning():
     assert op_cost(gpu, _elementwise("aten.tanh.default", n)).warning == ""  # a GPU's kernels: bandwidth-bound
     loss = dict(_elementwise("aten.nll_loss_backward.default", n), kind="other")
     assert op_cost(old, loss).warning == ""
+
+
+def test_pointwise_kernels_aten_leaves_untagged_take_the_elementwise_curve():
+    """Hardswish, PReLU, ELU and LeakyReLU's kernels are traced as kind ``other`` (ATen tags them not
+    ``pointwise``): they are costed on the elementwise curve, not the generic peak-bandwidth model, and
+    only those that compute more than a ReLU per element (ELU's backward) keep a warning."""
+    from crossover.opcost.trace import op_name, trace_module
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.Hardswish(), nn.PReLU(), nn.LeakyReLU(), nn.ELU())
+    rows = trace_module(model, torch.randn(256, 64), workload="train")
+    profile = _profile()
+    seen = {}
+    for _, traced in rows.iterrows():
+        name = op_name(traced["op"])
+        if name in ("hardswish", "hardswish_backward", "_prelu_kernel", "leaky_relu_backward", "elu_backward"):
+            assert traced["kind"] == "other"  # untagged: the trace alone would cost them generically
+            seen[name] = op_cost(profile, dict(traced))
+    assert set(seen) == {"hardswish", "hardswish_backward", "_prelu_kernel", "leaky_relu_backward", "elu_backward"}
+    assert {cost.family for cost in seen.values()} == {"elementwise"}
+    assert [name for name, cost in seen.items() if cost.warning] == ["elu_backward"]
+    assert seen["elu_backward"].warning.startswith("aten.elu_backward.default is costed as a ReLU")
+    moved = 4 * 256 * 64 * 3  # the gradient, the input and the output
+    backward = next(dict(r) for _, r in rows.iterrows() if op_name(r["op"]) == "leaky_relu_backward")
+    assert backward["bytes_read"] + backward["bytes_written"] == moved
+    assert seen["leaky_relu_backward"].host_s == pytest.approx(profile.curves["elementwise"](moved))
+    assert seen["leaky_relu_backward"].host_s > max(1 * US, moved / 1e10)  # the generic model: peak bandwidth

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional
 
-__all__ = ["ACTIVATION_OPS", "ACTIVATION_ELEMENTS", "ACTIVATION_FAMILY", "CHEAP_ELEMENTWISE", "curve_name",
+__all__ = ["ACTIVATION_OPS", "ACTIVATION_ELEMENTS", "ACTIVATION_FAMILY", "CHEAP_ELEMENTWISE", "UNTAGGED_POINTWISE", "curve_name",
            "activation_bytes", "activation_step", "activation_curve", "uncovered_warning"]
 
 #: The calibration family of the activation primitives; each op's curve is ``activation:<op>``.
@@ -43,16 +43,28 @@ CHEAP_ELEMENTWISE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "bitwise_and", "hardtanh",
     "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "hardswish", "hardsigmoid", "tanh_backward",
     "sigmoid_backward", "lerp", "addcmul", "addcdiv", "floor", "ceil", "round", "trunc", "bernoulli", "rand_like",
-    "randn_like", "native_dropout", "native_dropout_backward", "dropout"})
+    "randn_like", "native_dropout", "native_dropout_backward", "dropout", "hardswish_backward",
+    "hardsigmoid_backward", "_prelu_kernel", "_prelu_kernel_backward", "softshrink_backward",
+    "hardshrink_backward"})
+
+#: Pointwise kernels that ATen does not tag ``pointwise`` (a trace gives them kind ``other``), which the
+#: elementwise curve costs by their bytes as it costs the tagged ones; the generic model's peak
+#: bandwidth under-costs them 2-3 times past the first cache (``experiments/bench_untagged_pointwise.py``).
+#: Those not in :data:`CHEAP_ELEMENTWISE` (ELU's, softplus's and log-sigmoid's kernels, GLU) compute more
+#: per element and keep :func:`uncovered_warning`.
+UNTAGGED_POINTWISE = frozenset({
+    "hardswish", "hardswish_backward", "hardsigmoid_backward", "leaky_relu_backward", "hardtanh_backward",
+    "_prelu_kernel", "_prelu_kernel_backward", "softshrink_backward", "hardshrink_backward", "elu_backward",
+    "softplus_backward", "log_sigmoid_forward", "log_sigmoid_backward", "glu", "glu_backward"})
 
 
 def uncovered_warning(profile, row: Mapping) -> str:
     """A warning for an elementwise op a CPU profile costs as a ReLU of its bytes though it may compute far
     more per element (no curve of its own, not in :data:`CHEAP_ELEMENTWISE`), or ``""``."""
     name = _base_op(row)
-    if (profile.device != "cpu" or row.get("kind") != "elementwise" or name in CHEAP_ELEMENTWISE
-            or activation_curve(profile, row) is not None):  # kind "other" costed on the curve: a loss's gradient
-        return ""
+    if (profile.device != "cpu" or (row.get("kind") != "elementwise" and name not in UNTAGGED_POINTWISE)
+            or name in CHEAP_ELEMENTWISE or activation_curve(profile, row) is not None):
+        return ""  # kind "other" costed on the curve (a loss's gradient) is cheap
     timed = "" if any(key.startswith(ACTIVATION_FAMILY + ":") for key in profile.curves) else \
         " (a calibration from before the activation primitives: calibrate again to time the common ones)"
     return (f"{row.get('op', name)} is costed as a ReLU moving its bytes{timed}; per element it may compute "

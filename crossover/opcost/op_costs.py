@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .activations import activation_curve, uncovered_warning
+from .activations import UNTAGGED_POINTWISE, activation_curve, uncovered_warning
 from .fused_layers import FUSED_VIEWS, fused_rows, fused_terms
 from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_operands, is_strided, sized_grids,
                          strided_unfold_elements, uncalibrated_conv_warning, unfold_rate_s, unfolded_dims, uses_1d_grids,
@@ -78,7 +78,10 @@ _KNOWN_OTHER = {
     "elementwise": {"nll_loss_backward", "nll_loss2d_backward", "mse_loss_backward", "l1_loss_backward",
                     "smooth_l1_loss_backward", "binary_cross_entropy_backward", "native_dropout_backward",
                     "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "lerp", "lerp_", "addcmul_",
-                    "addcdiv_", "_masked_scale", "masked_scale", "embedding_dense_backward"},
+                    "addcdiv_", "_masked_scale", "masked_scale", "embedding_dense_backward",
+                    # pointwise kernels ATen does not tag pointwise (costed as the others are; those that
+                    # compute more than a ReLU per element keep the activation warning)
+                    *UNTAGGED_POINTWISE, *(name + "_" for name in UNTAGGED_POINTWISE)},
     "copy": {"cat", "stack", "index_select", "gather", "embedding", "select_backward", "slice_backward",
              "constant_pad_nd", "repeat", "index", "index_put", "index_put_", "scatter", "scatter_",
              "scatter_add", "scatter_add_", "_index_put_impl_", "expand_copy", "permute_copy", "flip", "roll",
