@@ -20,18 +20,17 @@ inference layers timed whole against their kernels (:mod:`crossover.opcost.fused
 ``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor is the drift
 reference's mean relative deviation from its median. A calibration cut short keeps its whole rounds (``meta["rounds"]``).
 
-Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a
-real model than per node of a chain, and a sequence of different ops dispatches slower than one op
-repeated. Five generic reference models (:data:`REFERENCE_MODELS
-<crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) are timed whole, forward and training
-step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra`` (how much more
-a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
-the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
-``conv_forward_extra`` (a convolution between other ops against the same one repeated alone: LeNet-5's
-run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
-memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives leave
-unexplained on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on
-a GPU only the host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
+Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
+than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic
+reference models (:data:`REFERENCE_MODELS <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's)
+are timed whole, forward and training step, and ``event_s`` (per host event: op, view or module call) and
+``train_host_extra`` (how much more a training step's autograd and optimizer host work costs than in the tight loops
+that calibrated it: on the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
+``bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the same one repeated alone:
+LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
+memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives leave unexplained
+on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on a GPU only the
+host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
 
 On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls
 do not show: the reference models are also timed synchronised (``model_sync``), the composition fitted on those;
@@ -69,7 +68,8 @@ from .composition import with_composition
 from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, STRIDED_BACKWARD,
                               TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
 from .layer_primitives import beyond_the_op
-from .gpu_ops import CPU_RNN_STEPS, LSTM_FIT, RNN_RESIDUAL_GRID, cpu_recurrent_residuals, fit_cpu_recurrent
+from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals
+from .recurrent_layers import LSTM_TRAIN, fit_recurrent_terms
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
@@ -422,9 +422,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     rnn_cells, lstm_cells = ([(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", [])
                               if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
-        overheads.update(fit_cpu_recurrent(rnn_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT), **native_terms(families),
-                         **{BMM_MATRIX: fit_bmm_matrix_s(families)}, **fit_wake(families, overheads["dispatch_s"]),
-                         **fit_thread_start(families))  # thread wake-ups and starts
+        overheads.update(fit_recurrent_terms(rnn_cells, lstm_cells, families.get(LSTM_TRAIN, []), overheads),
+                         **native_terms(families), **{BMM_MATRIX: fit_bmm_matrix_s(families)},
+                         **fit_wake(families, overheads["dispatch_s"]), **fit_thread_start(families))  # wake-ups, starts
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE,
-                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE):
+                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE, LSTM_TRAIN):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

@@ -1,45 +1,42 @@
 """The predicted cost of one traced op on one calibrated device (pure: no measuring, no I/O).
 
-:func:`op_cost` takes a :class:`crossover.opcost.profiles.Profile` and one row of
-:func:`crossover.opcost.trace.trace_module`'s table and returns an :class:`OpCost`: the op's time on the host
-thread and on the device, the part of it that is dispatch or launch (its floor), its family and what
-bounds it. How each kind is costed:
+:func:`op_cost` takes a :class:`~crossover.opcost.profiles.Profile` and a row of :func:`~crossover.opcost.trace.trace_module`'s
+table and returns an :class:`OpCost`: the op's host and device time, its floor (dispatch or launch), its family and
+what bounds it. How each kind is costed:
 
-- ``matmul``: the calibration grid of seconds over rows ``M`` (the output's rows, batch dimensions
-  included) × weight elements ``K·N`` (from the op's FLOPs), interpolated in log-log space; the
-  ``matmul_cold`` grid (weights cycled through DRAM) when the model's parameters exceed the warm
-  caches (:attr:`crossover.opcost.profiles.Profile.warm_bytes`); past the grid the extra FLOPs run at the
-  edge's rate. A backward ``mm`` with a short inner dimension (``K`` within the calibrated range and
-  below ``M`` and ``N``: a weight gradient at a small batch) on the ``matmul_outer`` grid over ``K`` ×
-  ``M·N``.
-- ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs),
-  forward and backward on their own grids, one per calibrated image side (interpolated in log time
-  against log side), and on the native (oneDNN off) grids where PyTorch would not use oneDNN
-  (:func:`conv_backend`; a profile without grids: seconds against FLOPs). A forward 1×1 convolution of
-  stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own grids of such convolutions (oneDNN's
-  and the native path's) where the profile has them, without the composition's ``conv_forward_extra`` (as a 1-D one on its own grids).
-  A strided convolution's input gradient on oneDNN: over the input's elements at the calibration's
-  ``strided_grad_input_element_s`` (:data:`~crossover.opcost.conv_primitives.STRIDED_BACKWARD`), at least
-  the grid's stride-1 half; its forward pass pays ``strided_forward_input_element_s`` per input element
-  beyond the grid's cost of its output; on the native path its gradients ``native_stride_backward_column_s`` each.
-- ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes
-  (``2·B·H·L·S·(E + Ev)``; a backward op costs 2.5 forwards).
-- ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and
-  backward: CPU max-pooling runs far below the bandwidth) and known ops of kind ``other`` (random
-  numbers, loss gradients, gathers): seconds against bytes moved, the bandwidth curve whose floor is the dispatch cost.
+- ``matmul``: the calibration grid of seconds over rows ``M`` (the output's rows, batch dimensions included) × weight
+  elements ``K·N`` (from the op's FLOPs), interpolated in log-log space; the ``matmul_cold`` grid (weights cycled
+  through DRAM) when the model's parameters exceed the warm caches
+  (:attr:`crossover.opcost.profiles.Profile.warm_bytes`); past the grid the extra FLOPs run at the edge's rate. A
+  backward ``mm`` with a short inner dimension (``K`` within the calibrated range and below ``M`` and ``N``: a weight
+  gradient at a small batch) on the ``matmul_outer`` grid over ``K`` × ``M·N``.
+- ``conv``: the same over the output pixels of the batch ``M`` × ``C_in·k²·C_out`` (from the FLOPs), forward and
+  backward on their own grids, one per calibrated image side (interpolated in log time against log side), and on the
+  native (oneDNN off) grids where PyTorch would not use oneDNN (:func:`conv_backend`; a profile without grids: seconds
+  against FLOPs). A forward 1×1 convolution of stride 1 and one group (``conv_pointwise``, 1-D or 2-D) on its own
+  grids of such convolutions (oneDNN's and the native path's) where the profile has them, without the composition's
+  ``conv_forward_extra`` (as a 1-D one on its own grids). A strided convolution's input gradient on oneDNN: over the
+  input's elements at the calibration's ``strided_grad_input_element_s``
+  (:data:`~crossover.opcost.conv_primitives.STRIDED_BACKWARD`), at least the grid's stride-1 half; its forward pass
+  pays ``strided_forward_input_element_s`` per input element beyond the grid's cost of its output; on the native path
+  its gradients ``native_stride_backward_column_s`` each.
+- ``attention``: seconds against the attention FLOPs computed from the query/key/value shapes (``2·B·H·L·S·(E + Ev)``;
+  a backward op costs 2.5 forwards).
+- ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and backward: CPU
+  max-pooling runs far below the bandwidth) and known ops of kind ``other`` (random numbers, loss gradients, gathers):
+  seconds against bytes moved, the bandwidth curve whose floor is the dispatch cost.
 - ``view`` and ops that launch nothing: the calibrated view cost on the host, nothing on the device.
-- Fused ops that run several kernels inside (``_transformer_encoder_layer_fwd``,
-  ``_native_multi_head_attention``, the ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast
-  path of inference): the sum of the kernels PyTorch's CPU implementation runs, derived from their
-  shapes (13 for an encoder layer: projections, attention by ``bmm`` and softmax, adds, layer norms),
-  its products as they are plus ``fixed + scale × the rest`` where the calibration timed the fused op
-  whole (:mod:`.fused_layers`).
-- Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning
-  naming the op (never silently).
+- Fused ops that run several kernels inside (``_transformer_encoder_layer_fwd``, ``_native_multi_head_attention``, the
+  ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast path of inference): the sum of the kernels PyTorch's
+  CPU implementation runs, derived from their shapes (13 for an encoder layer: projections, attention by ``bmm`` and
+  softmax, adds, layer norms), its products as they are plus ``fixed + scale × the rest`` where the calibration timed
+  the fused op whole (:mod:`.fused_layers`).
+- A recurrent layer (kind ``rnn``: a forward pass's fused row) on the recurrent primitives' terms (:mod:`.gpu_ops`), and
+  oneDNN's LSTM layer in a CPU training step, forward and backward, on its own (:mod:`.recurrent_layers`).
+- Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning naming the op.
 
-On a CPU profile the op's time is all host time. On a CUDA profile the curves hold kernel times
-(CUDA events) and the host pays ``launch_s`` per launching op; :mod:`crossover.opcost.module_predict`
-composes them as ``max(host, device)`` per step.
+On a CPU profile the op's time is all host time. On a CUDA profile the curves hold kernel times (CUDA events), the
+host pays ``launch_s`` per launching op and :mod:`crossover.opcost.module_predict` composes ``max(host, device)`` a step.
 """
 
 from __future__ import annotations
@@ -59,6 +56,7 @@ from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_poi
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
+from .recurrent_layers import LSTM_LAYER_OPS, lstm_layer_cost
 from .short_rows import SHORT_ROWS, SUBVECTOR_WARN_FLOATS, over_row_length, subvector_family, subvector_warning
 from .streaming import in_stream
 from .trace import op_name, row_args, row_element_size
@@ -78,9 +76,7 @@ _KNOWN_OTHER = {
     "elementwise": {"nll_loss_backward", "nll_loss2d_backward", "mse_loss_backward", "l1_loss_backward",
                     "smooth_l1_loss_backward", "binary_cross_entropy_backward", "native_dropout_backward",
                     "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "lerp", "lerp_", "addcmul_",
-                    "addcdiv_", "_masked_scale", "masked_scale", "embedding_dense_backward",
-                    # pointwise kernels ATen does not tag pointwise (costed as the others are; those that
-                    # compute more than a ReLU per element keep the activation warning)
+                    "addcdiv_", "_masked_scale", "masked_scale", "embedding_dense_backward",  # and untagged ones
                     *UNTAGGED_POINTWISE, *(name + "_" for name in UNTAGGED_POINTWISE)},
     "copy": {"cat", "stack", "index_select", "gather", "embedding", "select_backward", "slice_backward",
              "constant_pad_nd", "repeat", "index", "index_put", "index_put_", "scatter", "scatter_",
@@ -447,6 +443,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
     if row.get("kind") == "rnn" and costs_recurrent_whole(profile):
         return OpCost(family="rnn", **recurrent_cost(profile, row))
+    lstm = lstm_layer_cost(profile, row, name) if name in LSTM_LAYER_OPS else None
+    if lstm is not None:  # oneDNN's LSTM layer in a training step, on the LSTM primitives' terms
+        return OpCost(family="rnn", **lstm)
     fused = fused_rows(name, row)
     if fused is not None:
         parts, linear, rest = _fused_parts(profile, fused, cold=cold, inference=inference)

@@ -1,0 +1,141 @@
+"""Recurrent layers' calibration steps, and oneDNN's LSTM layer in a CPU training step costed from primitives.
+
+PyTorch runs a float CPU LSTM through oneDNN's RNN layer: ``mkldnn_rnn_layer`` once per layer and direction,
+and in a training step ``mkldnn_rnn_layer_backward`` for each in the backward pass. A forward pass's trace
+replaces the module's ops by one fused row (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`); a
+training step's rows are costed one by one, where both ops had no primitive: the generic model (FLOPs the
+flop counter does not count, bytes at peak bandwidth) costed a one-layer ``LSTM(32 → 64)`` classifier's
+training step over 20 steps at 0.32 ms (batch 1) and 0.36 ms (batch 32) where it took 0.91 and 1.97 ms
+(Intel VM, one thread; ``experiments/bench_recurrent_train.py``).
+
+The calibration times each LSTM shape of the plan (``cpu_lstm_shapes``) as a training step of the layer alone
+(:func:`lstm_train_step`, family :data:`LSTM_TRAIN`): train mode, the forward pass with autograd, ``backward``
+of a fixed output gradient, the weights' gradients set to None first as ``zero_grad`` leaves them.
+:func:`fit_lstm_backward` fits the backward call's terms (:data:`LSTM_BACKWARD_TERMS`, of the forward
+terms' form: :func:`crossover.opcost.gpu_ops.fit_cpu_recurrent`) on what each primitive takes beyond its
+module call, the backward pass's start and its forward call as the LSTM's forward terms cost it.
+:func:`lstm_layer_cost` costs a traced row of either op from its shapes.
+
+Not covered: the GRU's training step (PyTorch's C++ loop, whose per-step ops a trace records and costs one
+by one, its backward ops unattributed to the module), and a GPU's training step (cuDNN's).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Optional
+
+from .gpu_ops import CPU_LSTM_CALL, CPU_LSTM_TERMS, LSTM_FIT, cpu_recurrent_seconds, fit_cpu_recurrent
+
+__all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "recurrent_step", "lstm_train_step",
+           "fit_lstm_backward", "fit_recurrent_terms", "lstm_layer_cost"]
+
+#: The calibration family of the LSTM training-step primitives (CPU only).
+LSTM_TRAIN = "lstm_train"
+#: The backward call's terms: a fixed cost per time step, per gate element, per FLOP and per weight element.
+LSTM_BACKWARD_TERMS = ("lstm_backward_step_s", "lstm_backward_gate_element_s", "lstm_backward_flop_s",
+                       "lstm_backward_weight_element_s")
+#: The backward call's fixed cost beyond its steps.
+LSTM_BACKWARD_CALL = "lstm_backward_call_s"
+#: The ATen ops of oneDNN's LSTM layer, forward and backward.
+LSTM_LAYER_OPS = ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward")
+
+
+def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """The step of a recurrent primitive: family ``rnn``, one forward call of ``nn.GRU`` or ``nn.LSTM``
+    (``name`` ``gru``, ``lstm``; hidden = input width) without autograd (cuDNN's fused call on a GPU, the C++
+    loop or oneDNN's layer on a CPU); family :data:`LSTM_TRAIN`, :func:`lstm_train_step`. ``shape`` is
+    (batch, time steps, hidden)."""
+    import torch
+
+    if family == LSTM_TRAIN:
+        return lstm_train_step(shape, device)
+    batch, steps, hidden = shape
+    # in eval mode, as a forward prediction's model runs (make_module_step): in train mode cuDNN runs its
+    # training forward (a reserve of activations for the backward pass), not the inference one; on a
+    # CPU the mode only switches dropout between layers, none here
+    layer = torch.nn.LSTM if name == "lstm" else torch.nn.GRU
+    rnn = layer(hidden, hidden, batch_first=True).to(device).eval()
+    x = torch.randn(batch, steps, hidden, device=device)
+
+    def recurrent():
+        with torch.no_grad():
+            return rnn(x)
+
+    return recurrent
+
+
+def lstm_train_step(shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """One training step of ``nn.LSTM(hidden, hidden, batch_first=True)`` alone over ``shape`` = (batch, time
+    steps, hidden): gradients set to None, the forward pass, ``backward`` of a fixed output gradient."""
+    import torch
+
+    batch, steps, hidden = shape
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(hidden, hidden, batch_first=True).to(device).train()
+    x = torch.randn(batch, steps, hidden, device=device)
+    grad = torch.randn(batch, steps, hidden, device=device)
+    params = list(lstm.parameters())
+
+    def step():
+        for p in params:
+            p.grad = None
+        out, _ = lstm(x)
+        out.backward(grad)
+        return out
+
+    return step
+
+
+def fit_lstm_backward(items, overheads: Mapping) -> dict:
+    """:data:`LSTM_BACKWARD_TERMS` and :data:`LSTM_BACKWARD_CALL` from the :data:`LSTM_TRAIN` primitives (pure).
+
+    Parameters
+    ----------
+    items : sequence of (seconds, spread, row)
+        The primitives as the calibration keeps them; ``row["shape"]`` is ``"batchxstepsxhidden"``.
+    overheads : mapping
+        The profile's fitted overheads, the LSTM's forward terms among them.
+
+    Returns
+    -------
+    dict
+        The terms (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent` on each primitive's time less its module
+        call, ``backward_call_s`` and its forward call); ``{}`` without the forward terms or with too few primitives.
+    """
+    if not items or not all(t in overheads for t in CPU_LSTM_TERMS):
+        return {}
+    cells = []
+    for seconds, _, row in items:
+        batch, steps, hidden = (int(v) for v in str(row["shape"]).split("x"))
+        forward = cpu_recurrent_seconds(overheads, batch, steps, hidden, hidden, 4, CPU_LSTM_TERMS, CPU_LSTM_CALL)
+        rest = seconds - overheads.get("module_call_s", 0.0) - overheads.get("backward_call_s", 0.0) - forward
+        cells.append((batch, steps, hidden, rest))
+    return fit_cpu_recurrent(cells, gates=4, terms=LSTM_BACKWARD_TERMS, call=LSTM_BACKWARD_CALL)
+
+
+def fit_recurrent_terms(gru_cells, lstm_cells, lstm_train, overheads: Mapping) -> dict:
+    """A CPU calibration's recurrent terms (pure): the GRU loop's and the LSTM's forward ones
+    (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent` on ``gru_cells`` and ``lstm_cells``) and the LSTM's
+    backward ones (:func:`fit_lstm_backward` on the :data:`LSTM_TRAIN` primitives ``lstm_train``)."""
+    terms = {**fit_cpu_recurrent(gru_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT)}
+    return {**terms, **fit_lstm_backward(lstm_train, {**overheads, **terms})}
+
+
+def lstm_layer_cost(profile, row: Mapping, name: str) -> Optional[dict]:
+    """A traced ``mkldnn_rnn_layer`` (forward) or ``mkldnn_rnn_layer_backward`` row costed on a CPU profile's
+    LSTM terms, or None where the profile lacks them (a GPU's, or a calibration from before the primitives).
+
+    The row's first three inputs are the time-major input (steps, batch, width) and the input and recurrent
+    weights (4 hidden × width, 4 hidden × hidden). Returns the fields of
+    :class:`crossover.opcost.op_costs.OpCost` (family ``rnn``)."""
+    backward = name == LSTM_LAYER_OPS[1]
+    terms, call = (LSTM_BACKWARD_TERMS, LSTM_BACKWARD_CALL) if backward else (CPU_LSTM_TERMS, CPU_LSTM_CALL)
+    o = profile.overheads
+    shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
+    if profile.device != "cpu" or not all(t in o for t in terms) or len(shapes) < 3 or len(shapes[0]) != 3:
+        return None
+    (steps, batch, width), hidden = shapes[0], shapes[2][1]
+    host = cpu_recurrent_seconds(o, batch, steps, width, hidden, 4, terms, call)
+    floor = min(host, steps * o[terms[0]] + o.get(call, 0.0))
+    return dict(host_s=host, device_s=0.0, floor_s=floor, launches=int(row.get("launches", 1) or 1), warning="",
+                compute_s=host - floor)
