@@ -40,7 +40,7 @@ def test_the_backward_terms_are_recovered_from_the_training_step_primitives():
     assert fit_lstm_backward(items, HOST) == {}  # no forward terms to take off: nothing fitted
     lstm_cells = [(b, t, h, _seconds(CPU_LSTM_TERMS, CPU_LSTM_CALL, LSTM, b, t, h, h))
                   for b, t, h in PLANS["quick"].cpu_lstm_shapes]
-    fitted = fit_recurrent_terms([], lstm_cells, items, HOST)  # the forward terms fitted first, then the backward's
+    fitted = fit_recurrent_terms([], lstm_cells, {LSTM_TRAIN: items}, HOST)  # the forward terms fitted first, then the backward's
     assert {k: fitted[k] for k in BACKWARD} == pytest.approx(BACKWARD, rel=1e-6)
 
 

@@ -69,7 +69,7 @@ from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POI
                               TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals
-from .recurrent_layers import LSTM_TRAIN, fit_recurrent_terms
+from .recurrent_layers import RECURRENT_TRAIN, fit_recurrent_terms
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
@@ -422,7 +422,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     rnn_cells, lstm_cells = ([(*_shape(r), s - overheads["module_call_s"]) for s, _, r in families.get("rnn", [])
                               if math.isfinite(s) and r["name"] == name] for name in ("gru", "lstm"))
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
-        overheads.update(fit_recurrent_terms(rnn_cells, lstm_cells, families.get(LSTM_TRAIN, []), overheads),
+        overheads.update(fit_recurrent_terms(rnn_cells, lstm_cells, families, overheads),
                          **native_terms(families), **{BMM_MATRIX: fit_bmm_matrix_s(families)},
                          **fit_wake(families, overheads["dispatch_s"]), **fit_thread_start(families))  # wake-ups, starts
     if device == "cuda":
@@ -451,7 +451,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE,
-                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE, LSTM_TRAIN):
+                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE, *RECURRENT_TRAIN):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

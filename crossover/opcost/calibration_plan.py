@@ -8,7 +8,7 @@ convolution forward and backward over batches × channel/kernel combinations at 
 with oneDNN off (PyTorch's native path for a single small image), fills of a fresh and of a kept 40 MiB tensor
 (page faults), a parallel op after serial gaps (thread wake-ups) and after a narrower team (thread starts),
 elementwise ops, reductions and max-pooling from 1K to 16M elements, scaled-dot-product attention, recurrent layers
-(on a CPU an LSTM layer's training step too), on a CPU the
+(on a CPU their training steps too), on a CPU the
 fused attention and encoder layers of inference whole, on CUDA the synchronisation and host→device copies, and
 the whole steps of five small reference models (:data:`REFERENCE_MODELS`), which calibrate what composing ops
 costs beyond their sum. :func:`points` lists a plan's primitives as :class:`Point` records (counting, above one
@@ -35,7 +35,7 @@ from .conv_primitives import (CONV_BACKENDS, DILATED, POINTWISE, STRIDED, STRIDE
                               conv_output_shape, conv_points, conv_step)
 from .layer_primitives import BATCH_NORM, BATCH_NORM_SHORT, LAYER_FAMILIES, layer_step
 from .streaming import CHAIN_FAMILY, CHAIN_MIN_BYTES, CHAIN_OPS
-from .recurrent_layers import LSTM_TRAIN, recurrent_step
+from .recurrent_layers import GRU_TRAIN, LSTM_TRAIN, RECURRENT_TRAIN, recurrent_step
 from .reuse import REUSE, reuse_points, reuse_step
 from .thread_starts import THREAD_START, thread_start_points, thread_start_step
 from .thread_wake import WAKE, wake_points, wake_step
@@ -283,7 +283,8 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point("h2d", "copy", x=float(size), shape=(size,)) for size in plan.h2d_sizes]
         out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.rnn_shapes]
     else:
-        out += [Point("rnn", "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.cpu_rnn_shapes]
+        out += [Point(family, "gru", x=gru_flops(b, t, h, h), shape=(b, t, h)) for b, t, h in plan.cpu_rnn_shapes
+                for family in ("rnn", GRU_TRAIN)]
         out += [Point(family, "lstm", x=gru_flops(b, t, h, h, 4), shape=(b, t, h)) for b, t, h in plan.cpu_lstm_shapes
                 for family in ("rnn", LSTM_TRAIN)]  # forward alone, and a training step (.recurrent_layers)
     return out
@@ -483,7 +484,7 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
             torch.cuda.synchronize()
 
         return synced
-    if point.family in ("rnn", LSTM_TRAIN):  # a recurrent layer's forward call, an LSTM layer's training step
+    if point.family in ("rnn", *RECURRENT_TRAIN):  # a recurrent layer's forward call, or its training step
         return recurrent_step(point.family, point.name, point.shape, device)
     if point.family == "h2d":
         host = torch.empty(int(point.x) // 4, dtype=torch.float32)

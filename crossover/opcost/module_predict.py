@@ -51,6 +51,7 @@ from typing import Optional, Sequence
 from ..crossings import log_crossings
 from ..measurement.module_rounds import model_mode
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
+from .recurrent_layers import costs_recurrent_training, train_records
 from .layer_primitives import layer_family
 from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
@@ -402,11 +403,12 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
-        fused = gpu_records(records, model, batch_size) if workload == "forward" else records
+        fused = gpu_records(records, model, batch_size) if workload == "forward" else \
+            train_records(records, model, batch_size)  # a GRU's training step as two calls
         input_bytes = batch_size * math.prod(shape) * element
         for profile in profiles:
             # a recurrent layer as one call where the profile timed one (a GPU's cuDNN, a CPU's C++ loop)
-            whole = costs_recurrent_whole(profile)
+            whole = costs_recurrent_whole(profile) if workload == "forward" else costs_recurrent_training(profile)
             sizes = dict(module_calls=calls, n_params=n_params, param_bytes=param_bytes, input_bytes=input_bytes,
                          transfer=transfer, top=top)
             step = step_prediction(profile, fused if whole else records, **sizes)

@@ -32,7 +32,7 @@ what bounds it. How each kind is costed:
   softmax, adds, layer norms), its products as they are plus ``fixed + scale × the rest`` where the calibration timed
   the fused op whole (:mod:`.fused_layers`).
 - A recurrent layer (kind ``rnn``: a forward pass's fused row) on the recurrent primitives' terms (:mod:`.gpu_ops`), and
-  oneDNN's LSTM layer in a CPU training step, forward and backward, on its own (:mod:`.recurrent_layers`).
+  oneDNN's LSTM layer and a GRU's backward pass in a CPU training step on their own (:mod:`.recurrent_layers`).
 - Anything else: ``max(dispatch, FLOPs / peak FLOP rate, bytes / peak bandwidth)`` with a warning naming the op.
 
 On a CPU profile the op's time is all host time. On a CUDA profile the curves hold kernel times (CUDA events), the
@@ -56,7 +56,7 @@ from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_poi
 from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
-from .recurrent_layers import LSTM_LAYER_OPS, lstm_layer_cost
+from .recurrent_layers import recurrent_train_cost
 from .short_rows import SHORT_ROWS, SUBVECTOR_WARN_FLOATS, over_row_length, subvector_family, subvector_warning
 from .streaming import in_stream
 from .trace import op_name, row_args, row_element_size
@@ -443,9 +443,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
         return OpCost(profile.overhead("view_s"), 0.0, profile.overhead("view_s"), "view", launches=0)
     if row.get("kind") == "rnn" and costs_recurrent_whole(profile):
         return OpCost(family="rnn", **recurrent_cost(profile, row))
-    lstm = lstm_layer_cost(profile, row, name) if name in LSTM_LAYER_OPS else None
-    if lstm is not None:  # oneDNN's LSTM layer in a training step, on the LSTM primitives' terms
-        return OpCost(family="rnn", **lstm)
+    trained = recurrent_train_cost(profile, row, name)  # a training step's LSTM layer or GRU backward pass
+    if trained is not None:
+        return OpCost(family="rnn", **trained)
     fused = fused_rows(name, row)
     if fused is not None:
         parts, linear, rest = _fused_parts(profile, fused, cold=cold, inference=inference)

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional
 
-from .gpu_ops import CPU_LSTM_CALL, CPU_LSTM_TERMS, LSTM_FIT, cpu_recurrent_seconds, fit_cpu_recurrent
+from .gpu_ops import (CPU_LSTM_CALL, CPU_LSTM_TERMS, LSTM_FIT, cpu_recurrent_seconds, fit_cpu_recurrent,
+                      fused_recurrent_row)
+from .trace import op_name
 
-__all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "recurrent_step", "lstm_train_step",
-           "fit_lstm_backward", "fit_recurrent_terms", "lstm_layer_cost"]
+__all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "GRU_TRAIN", "GRU_BACKWARD_TERMS",
+           "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "GRU_BACKWARD_OP", "recurrent_step", "train_step", "fit_lstm_backward",
+           "fit_gru_backward", "fit_recurrent_terms", "train_records", "costs_recurrent_training", "recurrent_train_cost"]
 
 #: The calibration family of the LSTM training-step primitives (CPU only).
 LSTM_TRAIN = "lstm_train"
@@ -38,6 +41,15 @@ LSTM_BACKWARD_TERMS = ("lstm_backward_step_s", "lstm_backward_gate_element_s", "
 LSTM_BACKWARD_CALL = "lstm_backward_call_s"
 #: The ATen ops of oneDNN's LSTM layer, forward and backward.
 LSTM_LAYER_OPS = ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward")
+#: The calibration family of the GRU training-step primitives (CPU only), and the backward terms fitted on them.
+GRU_TRAIN = "gru_train"
+GRU_BACKWARD_TERMS = ("gru_backward_step_s", "gru_backward_gate_element_s", "gru_backward_flop_s",
+                      "gru_backward_weight_element_s")
+GRU_BACKWARD_CALL = "gru_backward_call_s"
+#: The training-step primitive families.
+RECURRENT_TRAIN = (LSTM_TRAIN, GRU_TRAIN)
+#: The op of the one row that stands for a GRU's whole backward pass in a training step (:func:`train_records`).
+GRU_BACKWARD_OP = "aten._gru_backward.default"
 
 
 def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
@@ -47,8 +59,8 @@ def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") ->
     (batch, time steps, hidden)."""
     import torch
 
-    if family == LSTM_TRAIN:
-        return lstm_train_step(shape, device)
+    if family in RECURRENT_TRAIN:
+        return train_step("lstm" if family == LSTM_TRAIN else "gru", shape, device)
     batch, steps, hidden = shape
     # in eval mode, as a forward prediction's model runs (make_module_step): in train mode cuDNN runs its
     # training forward (a reserve of activations for the backward pass), not the inference one; on a
@@ -64,22 +76,24 @@ def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") ->
     return recurrent
 
 
-def lstm_train_step(shape: tuple, device: str = "cpu") -> Callable[[], object]:
-    """One training step of ``nn.LSTM(hidden, hidden, batch_first=True)`` alone over ``shape`` = (batch, time
-    steps, hidden): gradients set to None, the forward pass, ``backward`` of a fixed output gradient."""
+def train_step(name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
+    """One training step of ``nn.LSTM`` (``name`` ``"lstm"``) or ``nn.GRU`` (``"gru"``) of hidden = input width,
+    ``batch_first``, alone over ``shape`` = (batch, time steps, hidden): gradients set to None, the forward
+    pass, ``backward`` of a fixed output gradient."""
     import torch
 
     batch, steps, hidden = shape
     torch.manual_seed(0)
-    lstm = torch.nn.LSTM(hidden, hidden, batch_first=True).to(device).train()
+    layer = torch.nn.LSTM if name == "lstm" else torch.nn.GRU
+    rnn = layer(hidden, hidden, batch_first=True).to(device).train()
     x = torch.randn(batch, steps, hidden, device=device)
     grad = torch.randn(batch, steps, hidden, device=device)
-    params = list(lstm.parameters())
+    params = list(rnn.parameters())
 
     def step():
         for p in params:
             p.grad = None
-        out, _ = lstm(x)
+        out, _ = rnn(x)
         out.backward(grad)
         return out
 
@@ -113,24 +127,87 @@ def fit_lstm_backward(items, overheads: Mapping) -> dict:
     return fit_cpu_recurrent(cells, gates=4, terms=LSTM_BACKWARD_TERMS, call=LSTM_BACKWARD_CALL)
 
 
-def fit_recurrent_terms(gru_cells, lstm_cells, lstm_train, overheads: Mapping) -> dict:
+def fit_gru_backward(items, forward_cells, overheads: Mapping) -> dict:
+    """:data:`GRU_BACKWARD_TERMS` and :data:`GRU_BACKWARD_CALL` from the :data:`GRU_TRAIN` primitives (pure): each
+    primitive's time less its module call, ``backward_call_s`` and the forward primitive of its shape as
+    measured (``forward_cells``: (batch, steps, hidden, seconds less the module call), as the GRU's forward
+    terms are fitted on them; a model's forward call is costed near them: the residual grid). ``{}`` with too
+    few primitives."""
+    forward = {(b, t, h): seconds for b, t, h, seconds in forward_cells}
+    cells = []
+    for seconds, _, row in items:
+        shape = tuple(int(v) for v in str(row["shape"]).split("x"))
+        if shape in forward:
+            cells.append((*shape, seconds - overheads.get("module_call_s", 0.0)
+                          - overheads.get("backward_call_s", 0.0) - forward[shape]))
+    return fit_cpu_recurrent(cells, gates=3, terms=GRU_BACKWARD_TERMS, call=GRU_BACKWARD_CALL)
+
+
+def fit_recurrent_terms(gru_cells, lstm_cells, families: Mapping, overheads: Mapping) -> dict:
     """A CPU calibration's recurrent terms (pure): the GRU loop's and the LSTM's forward ones
-    (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent` on ``gru_cells`` and ``lstm_cells``) and the LSTM's
-    backward ones (:func:`fit_lstm_backward` on the :data:`LSTM_TRAIN` primitives ``lstm_train``)."""
+    (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent` on ``gru_cells`` and ``lstm_cells``) and their backward
+    ones (:func:`fit_lstm_backward`, :func:`fit_gru_backward` on ``families``' training-step primitives)."""
     terms = {**fit_cpu_recurrent(gru_cells), **fit_cpu_recurrent(lstm_cells, **LSTM_FIT)}
-    return {**terms, **fit_lstm_backward(lstm_train, {**overheads, **terms})}
+    return {**terms, **fit_lstm_backward(families.get(LSTM_TRAIN, []), {**overheads, **terms}),
+            **fit_gru_backward(families.get(GRU_TRAIN, []), gru_cells, overheads)}
 
 
-def lstm_layer_cost(profile, row: Mapping, name: str) -> Optional[dict]:
-    """A traced ``mkldnn_rnn_layer`` (forward) or ``mkldnn_rnn_layer_backward`` row costed on a CPU profile's
-    LSTM terms, or None where the profile lacks them (a GPU's, or a calibration from before the primitives).
+def costs_recurrent_training(profile) -> bool:
+    """Whether ``profile`` costs a GRU's training step whole (:func:`train_records`): a CPU's with the GRU's
+    forward and backward terms."""
+    from .gpu_ops import CPU_RNN_TERMS
 
-    The row's first three inputs are the time-major input (steps, batch, width) and the input and recurrent
+    return profile.device == "cpu" and all(t in profile.overheads for t in (*CPU_RNN_TERMS, *GRU_BACKWARD_TERMS))
+
+
+def train_records(records, model, batch_size: int) -> list:
+    """A training step's trace with each ``nn.GRU``'s ops (its forward pass's per-step ops, and the backward
+    ops the trace attributes to it) replaced by two rows: the forward call
+    (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`GRU_BACKWARD_OP`, its backward pass.
+    An LSTM's ops stay as they are: oneDNN's layer is one op each way (:func:`recurrent_train_cost`)."""
+    from torch import nn
+
+    out = list(records)
+    for path, module in model.named_modules():
+        if not isinstance(module, nn.GRU):
+            continue
+        fused = fused_recurrent_row(out, module, path, batch_size)
+        if fused is None:
+            continue
+        backward = dict(fused, op=GRU_BACKWARD_OP, kind="other", phase="backward", launches=1,
+                        rnn=dict(fused["rnn"], backward=True))
+        first = next(i for i, r in enumerate(out) if r.get("module") == path and r.get("phase", "forward") == "forward")
+        mine = [i for i, r in enumerate(out) if r.get("module") == path and r.get("phase") == "backward"]
+        last = mine[0] if mine else len(out)
+        out = ([r for r in out[:first]] + [fused] + [r for r in out[first:last] if r.get("module") != path]
+               + [backward] + [r for r in out[last:] if r.get("module") != path])
+    return out
+
+
+def recurrent_train_cost(profile, row: Mapping, name: str) -> Optional[dict]:
+    """A training step's recurrent row costed on a CPU profile's terms, or None (another op, a GPU's profile, or a
+    calibration from before the primitives): ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's
+    forward terms, ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`GRU_BACKWARD_OP`
+    row on :data:`GRU_BACKWARD_TERMS` (per layer and direction, as its forward call).
+
+    An LSTM row's first three inputs are the time-major input (steps, batch, width) and the input and recurrent
     weights (4 hidden × width, 4 hidden × hidden). Returns the fields of
     :class:`crossover.opcost.op_costs.OpCost` (family ``rnn``)."""
+    o = profile.overheads
+    if name == op_name(GRU_BACKWARD_OP):
+        if profile.device != "cpu" or not all(t in o for t in GRU_BACKWARD_TERMS):
+            return None
+        r = row["rnn"]
+        layers = [(r["input"] if layer == 0 else r["hidden"] * r["directions"]) for layer in range(r["layers"])]
+        host = r["directions"] * sum(cpu_recurrent_seconds(o, r["batch"], r["steps"], width, r["hidden"], 3,
+                                                           GRU_BACKWARD_TERMS, GRU_BACKWARD_CALL) for width in layers)
+        floor = min(host, r["directions"] * len(layers) * (r["steps"] * o[GRU_BACKWARD_TERMS[0]]
+                                                           + o.get(GRU_BACKWARD_CALL, 0.0)))
+        return dict(host_s=host, device_s=0.0, floor_s=floor, launches=1, warning="", compute_s=host - floor)
+    if name not in LSTM_LAYER_OPS:
+        return None
     backward = name == LSTM_LAYER_OPS[1]
     terms, call = (LSTM_BACKWARD_TERMS, LSTM_BACKWARD_CALL) if backward else (CPU_LSTM_TERMS, CPU_LSTM_CALL)
-    o = profile.overheads
     shapes = [tuple(s) for s in (row.get("input_shapes") or ())]
     if profile.device != "cpu" or not all(t in o for t in terms) or len(shapes) < 3 or len(shapes[0]) != 3:
         return None
@@ -139,3 +216,4 @@ def lstm_layer_cost(profile, row: Mapping, name: str) -> Optional[dict]:
     floor = min(host, steps * o[terms[0]] + o.get(call, 0.0))
     return dict(host_s=host, device_s=0.0, floor_s=floor, launches=int(row.get("launches", 1) or 1), warning="",
                 compute_s=host - floor)
+

@@ -19,8 +19,8 @@ Columns of the returned table
 ``index``, ``op`` (the overload, ``"aten.addmm.default"``), ``kind`` (one of :data:`KINDS`),
 ``input_shapes`` and ``output_shapes`` (tuples of the tensor arguments' and results' shapes),
 ``flops``, ``bytes_read``, ``bytes_written``, ``launches``, ``phase`` (one of :data:`PHASES`) and
-``module`` (qualified name of the innermost module running the op in the forward pass; ``""`` at the
-top level, in the loss, backward and optimizer phases), ``args`` (what an op's shapes do not tell about its
+``module`` (qualified name of the innermost module running the op in the forward pass; in the backward pass a
+recurrent module's for its autograd nodes' ops; else ``""``), ``args`` (what an op's shapes do not tell about its
 work: a convolution's ``stride``, ``padding``, ``dilation``, ``transposed`` and ``groups``, a fused
 attention op's ``heads``, the fused encoder layer's ``gelu``, a softmax's ``dim``; None for other ops), ``state_bytes`` (bytes of
 its tensor arguments and results that are the model's parameters, buffers or their gradients, each
@@ -153,8 +153,11 @@ class _ModuleStack:
     """The modules running right now, from global forward hooks (left as is when a forward raises)."""
 
     def __init__(self, model):
+        from torch import nn
+
         self.names = {id(module): name for name, module in model.named_modules()}
-        self.stack = []
+        self.recurrent = {id(module) for module in model.modules() if isinstance(module, nn.RNNBase)}
+        self.stack, self.bounds = [], {}
         self._handles = []
 
     def __enter__(self):
@@ -170,6 +173,8 @@ class _ModuleStack:
 
     def _push(self, module, args):
         self.stack.append(module)
+        if id(module) in self.recurrent:  # where its autograd graph begins (see _pop)
+            self.bounds[id(module)] = {t.grad_fn for t in _tensors(args) if t.grad_fn is not None}
 
     def _pop(self, module, args, output):
         # Pop down to (and including) this module: entries above it belong to forwards that raised
@@ -177,6 +182,16 @@ class _ModuleStack:
         while self.stack:
             if self.stack.pop() is module:
                 break
+        if id(module) in self.bounds:  # a recurrent layer: its backward ops are attributed to it (backward_module)
+            nodes = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
+            seen, bound = set(), self.bounds.pop(id(module))
+            while nodes:
+                node = nodes.pop()
+                if node is None or node in seen or node in bound:
+                    continue
+                seen.add(node)
+                node.metadata[BACKWARD_MODULE] = self.names.get(id(module), "")
+                nodes += [next_node for next_node, _ in node.next_functions]
 
     def describe(self, module) -> str:
         name = self.names.get(id(module))
@@ -187,6 +202,17 @@ class _ModuleStack:
     @property
     def current(self) -> str:
         return self.names.get(id(self.stack[-1]), "") if self.stack else ""
+
+
+BACKWARD_MODULE = "crossover_module"  # autograd node metadata: the recurrent module whose forward made the node
+
+
+def backward_module() -> str:
+    """The recurrent module whose forward created the autograd node running now (in a backward pass), or ``""``."""
+    import torch
+
+    node = torch._C._current_autograd_node()
+    return node.metadata.get(BACKWARD_MODULE, "") if node is not None else ""
 
 
 def _recorder(modules: _ModuleStack):
@@ -234,7 +260,7 @@ def _recorder(modules: _ModuleStack):
                 "bytes_written": 0 if moves_nothing else _nbytes(outputs),
                 "launches": 0 if moves_nothing else 1,
                 "phase": self.phase,
-                "module": modules.current if self.phase == "forward" else "",
+                "module": modules.current if self.phase == "forward" else backward_module(),
                 "args": _op_args(name, args),
             })
             self.touched.append(inputs + outputs)
