@@ -1,23 +1,25 @@
-"""Recurrent layers' calibration steps, and oneDNN's LSTM layer in a CPU training step costed from primitives.
+"""Recurrent layers' calibration steps, and a CPU training step's LSTM and GRU layers costed from primitives.
 
 PyTorch runs a float CPU LSTM through oneDNN's RNN layer: ``mkldnn_rnn_layer`` once per layer and direction,
-and in a training step ``mkldnn_rnn_layer_backward`` for each in the backward pass. A forward pass's trace
-replaces the module's ops by one fused row (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`); a
-training step's rows are costed one by one, where both ops had no primitive: the generic model (FLOPs the
-flop counter does not count, bytes at peak bandwidth) costed a one-layer ``LSTM(32 → 64)`` classifier's
-training step over 20 steps at 0.32 ms (batch 1) and 0.36 ms (batch 32) where it took 0.91 and 1.97 ms
-(Intel VM, one thread; ``experiments/bench_recurrent_train.py``).
+and in a training step ``mkldnn_rnn_layer_backward`` for each; a GRU through its C++ loop, whose every time
+step's products and gates a trace records, forward and backward. A forward pass's trace replaces a recurrent
+module's ops by one fused row (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`). A training step's rows
+were costed one by one: the LSTM's two ops on the generic model (FLOPs the flop counter does not count, bytes at
+peak bandwidth), a GRU's hundreds of ops each with its dispatch. On the Intel VM that read the three LSTM models
+of ``experiments/zoo_sixth`` 75-94% under and the two GRU models of ``experiments/zoo_seventh`` 46-100% over
+(``experiments/results/intel-xeon-2c/logs/bench_zoo_{sixth,seventh}_1128a_before_t*.log``).
 
-The calibration times each LSTM shape of the plan (``cpu_lstm_shapes``) as a training step of the layer alone
-(:func:`lstm_train_step`, family :data:`LSTM_TRAIN`): train mode, the forward pass with autograd, ``backward``
-of a fixed output gradient, the weights' gradients set to None first as ``zero_grad`` leaves them.
-:func:`fit_lstm_backward` fits the backward call's terms (:data:`LSTM_BACKWARD_TERMS`, of the forward
-terms' form: :func:`crossover.opcost.gpu_ops.fit_cpu_recurrent`) on what each primitive takes beyond its
-module call, the backward pass's start and its forward call as the LSTM's forward terms cost it.
-:func:`lstm_layer_cost` costs a traced row of either op from its shapes.
+The calibration times each LSTM and GRU shape of the plan (``cpu_lstm_shapes``, ``cpu_rnn_shapes``) as a
+training step of the layer alone (:func:`train_step`, families :data:`LSTM_TRAIN` and :data:`GRU_TRAIN`):
+train mode, the forward pass with autograd, ``backward`` of a fixed output gradient, the weights' gradients
+set to None first as ``zero_grad`` leaves them. :func:`fit_lstm_backward` and :func:`fit_gru_backward` fit
+backward terms of the forward terms' form (:func:`crossover.opcost.gpu_ops.fit_cpu_recurrent`) on what each
+primitive takes beyond its module call, the backward pass's start and its forward call.
+:func:`recurrent_train_cost` costs a traced LSTM row from its shapes; for a GRU, the trace attributes the
+backward ops of a recurrent module's autograd nodes to it (:mod:`crossover.opcost.trace`) and
+:func:`train_records` replaces its forward and backward ops by two calls.
 
-Not covered: the GRU's training step (PyTorch's C++ loop, whose per-step ops a trace records and costs one
-by one, its backward ops unattributed to the module), and a GPU's training step (cuDNN's).
+Not covered: ``nn.RNN`` (its C++ loop's ops stay costed one by one) and a GPU's training step (cuDNN's).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ GRU_BACKWARD_OP = "aten._gru_backward.default"
 def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
     """The step of a recurrent primitive: family ``rnn``, one forward call of ``nn.GRU`` or ``nn.LSTM``
     (``name`` ``gru``, ``lstm``; hidden = input width) without autograd (cuDNN's fused call on a GPU, the C++
-    loop or oneDNN's layer on a CPU); family :data:`LSTM_TRAIN`, :func:`lstm_train_step`. ``shape`` is
+    loop or oneDNN's layer on a CPU); families :data:`RECURRENT_TRAIN`, :func:`train_step`. ``shape`` is
     (batch, time steps, hidden)."""
     import torch
 
