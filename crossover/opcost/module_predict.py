@@ -51,7 +51,7 @@ from typing import Optional, Sequence
 from ..crossings import log_crossings
 from ..measurement.module_rounds import model_mode
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
-from .recurrent_layers import costs_recurrent_training, train_records
+from .recurrent_layers import costs_recurrent_training, gpu_records, train_records
 from .layer_primitives import layer_family
 from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
@@ -426,25 +426,6 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
         for message in dict.fromkeys(w for ws in frame["warnings"] for w in ws):
             _warnings.warn(message, stacklevel=2)
     return frame
-
-
-def gpu_records(records, model, batch_size: int) -> list:
-    """The trace with each recurrent module's per-time-step ops (PyTorch's CPU path, which the trace
-    records) replaced by one fused call (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`): what a GPU
-    runs (cuDNN), and how a CPU profile with a recurrent primitive costs the layer (its C++ loop, whole)."""
-    from torch import nn
-
-    out = list(records)
-    for path, module in model.named_modules():
-        if not isinstance(module, nn.RNNBase):
-            continue
-        fused = fused_recurrent_row(out, module, path, batch_size)
-        if fused is None:
-            continue
-        first = next(i for i, r in enumerate(out) if r.get("module") == path and r.get("phase", "forward") == "forward")
-        out = ([r for r in out[:first]] + [fused]
-               + [r for r in out[first:] if not (r.get("module") == path and r.get("phase", "forward") == "forward")])
-    return out
 
 
 def _element_size(dtype) -> int:

@@ -32,6 +32,7 @@ from .trace import op_name
 
 __all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "GRU_TRAIN", "GRU_BACKWARD_TERMS",
            "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "GRU_BACKWARD_OP", "recurrent_step", "train_step", "fit_lstm_backward",
+           "gpu_records",
            "fit_gru_backward", "fit_recurrent_terms", "train_records", "costs_recurrent_training", "recurrent_train_cost"]
 
 #: The calibration family of the LSTM training-step primitives (CPU only).
@@ -162,27 +163,44 @@ def costs_recurrent_training(profile) -> bool:
     return profile.device == "cpu" and all(t in profile.overheads for t in (*CPU_RNN_TERMS, *GRU_BACKWARD_TERMS))
 
 
+def gpu_records(records, model, batch_size: int) -> list:
+    """The trace with each recurrent module's per-time-step ops (PyTorch's CPU path, which the trace
+    records) replaced by one fused call (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`): what a GPU
+    runs (cuDNN), and how a CPU profile with a recurrent primitive costs the layer (its C++ loop, whole)."""
+    from torch import nn
+
+    return _with_recurrent_calls(records, model, batch_size, nn.RNNBase, backward=False)
+
+
 def train_records(records, model, batch_size: int) -> list:
     """A training step's trace with each ``nn.GRU``'s ops (its forward pass's per-step ops, and the backward
     ops the trace attributes to it) replaced by two rows: the forward call
-    (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`GRU_BACKWARD_OP`, its backward pass.
-    An LSTM's ops stay as they are: oneDNN's layer is one op each way (:func:`recurrent_train_cost`)."""
+    (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`GRU_BACKWARD_OP`, its backward pass
+    (none where nothing of it needs a gradient). An LSTM's ops stay as they are: oneDNN's layer is one op each
+    way (:func:`recurrent_train_cost`)."""
     from torch import nn
 
+    return _with_recurrent_calls(records, model, batch_size, nn.GRU, backward=True)
+
+
+def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bool) -> list:
     out = list(records)
     for path, module in model.named_modules():
-        if not isinstance(module, nn.GRU):
-            continue
-        fused = fused_recurrent_row(out, module, path, batch_size)
+        fused = fused_recurrent_row(out, module, path, batch_size) if isinstance(module, kind) else None
         if fused is None:
             continue
-        backward = dict(fused, op=GRU_BACKWARD_OP, kind="other", phase="backward", launches=1,
-                        rnn=dict(fused["rnn"], backward=True))
-        first = next(i for i, r in enumerate(out) if r.get("module") == path and r.get("phase", "forward") == "forward")
-        mine = [i for i, r in enumerate(out) if r.get("module") == path and r.get("phase") == "backward"]
-        last = mine[0] if mine else len(out)
-        out = ([r for r in out[:first]] + [fused] + [r for r in out[first:last] if r.get("module") != path]
-               + [backward] + [r for r in out[last:] if r.get("module") != path])
+        calls = {"forward": fused, "backward": dict(fused, op=GRU_BACKWARD_OP, kind="other", phase="backward",
+                                                    launches=1, rnn=dict(fused["rnn"], backward=True))}
+        replaced, placed = [], set()
+        for row in out:
+            phase = row.get("phase", "forward")
+            if row.get("module") == path and (phase == "forward" or (backward and phase == "backward")):
+                if phase not in placed:  # the call stands where the layer's first op of the phase stood
+                    replaced.append(calls[phase])
+                    placed.add(phase)
+                continue
+            replaced.append(row)
+        out = replaced
     return out
 
 
