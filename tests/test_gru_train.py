@@ -103,3 +103,12 @@ def test_the_backward_call_is_costed_per_layer_on_its_terms_and_the_step_on_both
                             workload="train", warn=False).iloc[0]  # a calibration from before: the ops one by one
     assert whole["latency_s"] > expected
     assert whole["latency_s"] != pytest.approx(per_op["latency_s"], rel=0.05)
+
+
+def test_a_frozen_gru_gets_its_forward_call_and_no_backward_call():
+    model = Classifier()
+    model.gru.requires_grad_(False)  # nothing of the GRU needs a gradient: autograd records none of its ops
+    table, _ = trace_step(model, (7, 16), 4, "train")
+    assert not any(table[table["phase"] == "backward"]["module"] == "gru")
+    fused = train_records(table.to_dict("records"), model, 4)
+    assert [r["op"] for r in fused if r.get("module") == "gru"] == ["aten._cudnn_rnn.default"]
