@@ -112,3 +112,35 @@ def test_a_frozen_gru_gets_its_forward_call_and_no_backward_call():
     assert not any(table[table["phase"] == "backward"]["module"] == "gru")
     fused = train_records(table.to_dict("records"), model, 4)
     assert [r["op"] for r in fused if r.get("module") == "gru"] == ["aten._cudnn_rnn.default"]
+
+
+class _LstmLast(nn.Module):
+    """``LSTM(16, 24)``'s last step (a tensor, for the loss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 24, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0][:, -1]
+
+
+def test_on_a_gpu_a_recurrent_training_step_is_cudnns_two_calls_the_backward_estimated_and_warned():
+    """cuDNN runs a GRU or an LSTM whole, forward and backward: a GPU profile's training step gets the layer's
+    forward call and a backward call of twice its kernels, with a warning (no primitive times it)."""
+    from crossover.opcost.recurrent_layers import GPU_BACKWARD_PER_FORWARD, GPU_BACKWARD_WARNING
+
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, flop_rate=1e12)
+    for model in (Classifier(), _LstmLast()):
+        table, _ = trace_step(model, (7, 16), 4, "train")
+        fused = train_records(table.to_dict("records"), model, 4, "cuda")
+        path = "gru" if hasattr(model, "gru") else "lstm"
+        mine = [r for r in fused if r.get("module") == path]
+        assert [r["op"] for r in mine] == ["aten._cudnn_rnn.default", GRU_BACKWARD_OP]
+        forward, backward = (op_cost(gpu, r) for r in mine)
+        assert backward.device_s == pytest.approx(GPU_BACKWARD_PER_FORWARD * forward.device_s)
+        assert backward.warning == GPU_BACKWARD_WARNING and backward.family == "rnn"
+    cpu_rows = train_records(table.to_dict("records"), model, 4, "cpu")  # a CPU keeps oneDNN's LSTM ops
+    assert not any(r["op"] == GRU_BACKWARD_OP for r in cpu_rows)
+    with pytest.warns(UserWarning, match="cuDNN's recurrent backward pass is not calibrated"):
+        predict_module(Classifier(), sample_shape=(7, 16), batch_sizes=(4,), profiles=[gpu], workload="train")

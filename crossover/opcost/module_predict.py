@@ -403,18 +403,18 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
-        fused = gpu_records(records, model, batch_size) if workload == "forward" else \
-            train_records(records, model, batch_size)  # a GRU's training step as two calls
+        fused = {device: gpu_records(records, model, batch_size) if workload == "forward" else
+                 train_records(records, model, batch_size, device) for device in ("cpu", "cuda")}
         input_bytes = batch_size * math.prod(shape) * element
         for profile in profiles:
             # a recurrent layer as one call where the profile timed one (a GPU's cuDNN, a CPU's C++ loop)
             whole = costs_recurrent_whole(profile) if workload == "forward" else costs_recurrent_training(profile)
             sizes = dict(module_calls=calls, n_params=n_params, param_bytes=param_bytes, input_bytes=input_bytes,
                          transfer=transfer, top=top)
-            step = step_prediction(profile, fused if whole else records, **sizes)
+            step = step_prediction(profile, fused[profile.device] if whole else records, **sizes)
             n = starts(batch_size, profile.threads) if counts_thread_starts(profile, step["latency_s"]) else 0.0
             if n:
-                step = step_prediction(profile, fused if whole else records, thread_starts=n, **sizes)
+                step = step_prediction(profile, fused[profile.device] if whole else records, thread_starts=n, **sizes)
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,
                              batch_size=batch_size, workload=workload, requested=batch_size in batch_sizes, **step))
     frame = pd.DataFrame(rows)

@@ -19,7 +19,9 @@ primitive takes beyond its module call, the backward pass's start and its forwar
 backward ops of a recurrent module's autograd nodes to it (:mod:`crossover.opcost.trace`) and
 :func:`train_records` replaces its forward and backward ops by two calls.
 
-Not covered: ``nn.RNN`` (its C++ loop's ops stay costed one by one) and a GPU's training step (cuDNN's).
+On a GPU a training step's recurrent layers are cuDNN's calls: the forward one as a forward pass costs it, the
+backward one estimated from it (no primitive times it; the prediction warns). Not covered: ``nn.RNN`` on a CPU
+(its C++ loop's ops stay costed one by one).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from __future__ import annotations
 from typing import Callable, Mapping, Optional
 
 from .gpu_ops import (CPU_LSTM_CALL, CPU_LSTM_TERMS, LSTM_FIT, cpu_recurrent_seconds, fit_cpu_recurrent,
-                      fused_recurrent_row)
+                      fused_recurrent_row, recurrent_cost)
 from .trace import op_name
 
 __all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "GRU_TRAIN", "GRU_BACKWARD_TERMS",
-           "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "GRU_BACKWARD_OP", "recurrent_step", "train_step", "fit_lstm_backward",
+           "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "GRU_BACKWARD_OP", "GPU_BACKWARD_PER_FORWARD", "GPU_BACKWARD_WARNING", "recurrent_step", "train_step", "fit_lstm_backward",
            "gpu_records",
            "fit_gru_backward", "fit_recurrent_terms", "train_records", "costs_recurrent_training", "recurrent_train_cost"]
 
@@ -49,10 +51,16 @@ GRU_TRAIN = "gru_train"
 GRU_BACKWARD_TERMS = ("gru_backward_step_s", "gru_backward_gate_element_s", "gru_backward_flop_s",
                       "gru_backward_weight_element_s")
 GRU_BACKWARD_CALL = "gru_backward_call_s"
+#: A GPU's recurrent backward pass costed as this many times its forward call's kernels (no primitive times
+#: cuDNN's backward; its gradients of the input and of the weights each take the forward's FLOPs), and its warning.
+GPU_BACKWARD_PER_FORWARD = 2.0
+GPU_BACKWARD_WARNING = ("cuDNN's recurrent backward pass is not calibrated: costed as twice its forward call's "
+                        "kernels (the gradients of the input and of the weights, each the forward's FLOPs)")
 #: The training-step primitive families.
 RECURRENT_TRAIN = (LSTM_TRAIN, GRU_TRAIN)
-#: The op of the one row that stands for a GRU's whole backward pass in a training step (:func:`train_records`).
-GRU_BACKWARD_OP = "aten._gru_backward.default"
+#: The op of the one row that stands for a recurrent layer's whole backward pass in a training step (a CPU's
+#: GRU, a GPU's every kind: :func:`train_records`).
+GRU_BACKWARD_OP = "aten._rnn_backward.default"
 
 
 def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
@@ -156,11 +164,12 @@ def fit_recurrent_terms(gru_cells, lstm_cells, families: Mapping, overheads: Map
 
 
 def costs_recurrent_training(profile) -> bool:
-    """Whether ``profile`` costs a GRU's training step whole (:func:`train_records`): a CPU's with the GRU's
-    forward and backward terms."""
+    """Whether ``profile`` costs a recurrent layer's training step as calls (:func:`train_records`): a GPU's
+    (cuDNN runs each layer whole, forward and backward), a CPU's with the GRU's forward and backward terms."""
     from .gpu_ops import CPU_RNN_TERMS
 
-    return profile.device == "cpu" and all(t in profile.overheads for t in (*CPU_RNN_TERMS, *GRU_BACKWARD_TERMS))
+    return profile.device == "cuda" or (profile.device == "cpu" and all(
+        t in profile.overheads for t in (*CPU_RNN_TERMS, *GRU_BACKWARD_TERMS)))
 
 
 def gpu_records(records, model, batch_size: int) -> list:
@@ -172,15 +181,16 @@ def gpu_records(records, model, batch_size: int) -> list:
     return _with_recurrent_calls(records, model, batch_size, nn.RNNBase, backward=False)
 
 
-def train_records(records, model, batch_size: int) -> list:
-    """A training step's trace with each ``nn.GRU``'s ops (its forward pass's per-step ops, and the backward
-    ops the trace attributes to it) replaced by two rows: the forward call
+def train_records(records, model, batch_size: int, device: str = "cpu") -> list:
+    """A training step's trace with recurrent modules' ops (the forward pass's, and the backward ops the trace
+    attributes to them) replaced by two rows each: the forward call
     (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`GRU_BACKWARD_OP`, its backward pass
-    (none where nothing of it needs a gradient). An LSTM's ops stay as they are: oneDNN's layer is one op each
-    way (:func:`recurrent_train_cost`)."""
+    (none where nothing of it needs a gradient). On a CPU only an ``nn.GRU``'s (an LSTM's ops stay as they
+    are: oneDNN's layer is one op each way, :func:`recurrent_train_cost`); on a GPU every recurrent
+    module's (cuDNN's calls)."""
     from torch import nn
 
-    return _with_recurrent_calls(records, model, batch_size, nn.GRU, backward=True)
+    return _with_recurrent_calls(records, model, batch_size, nn.GRU if device == "cpu" else nn.RNNBase, backward=True)
 
 
 def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bool) -> list:
@@ -205,15 +215,21 @@ def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bo
 
 
 def recurrent_train_cost(profile, row: Mapping, name: str) -> Optional[dict]:
-    """A training step's recurrent row costed on a CPU profile's terms, or None (another op, a GPU's profile, or a
-    calibration from before the primitives): ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's
-    forward terms, ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`GRU_BACKWARD_OP`
-    row on :data:`GRU_BACKWARD_TERMS` (per layer and direction, as its forward call).
+    """A training step's recurrent row costed, or None (another op, or a CPU calibration from before the
+    primitives): on a CPU, ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's forward terms,
+    ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`GRU_BACKWARD_OP` row on
+    :data:`GRU_BACKWARD_TERMS` (per layer and direction, as its forward call); on a GPU a
+    :data:`GRU_BACKWARD_OP` row as :data:`GPU_BACKWARD_PER_FORWARD` times its forward call's kernels, warned.
 
     An LSTM row's first three inputs are the time-major input (steps, batch, width) and the input and recurrent
     weights (4 hidden × width, 4 hidden × hidden). Returns the fields of
     :class:`crossover.opcost.op_costs.OpCost` (family ``rnn``)."""
     o = profile.overheads
+    if name == op_name(GRU_BACKWARD_OP) and profile.device == "cuda":  # cuDNN's, estimated from its forward call
+        forward = recurrent_cost(profile, row)
+        device = GPU_BACKWARD_PER_FORWARD * forward["device_s"]
+        return dict(forward, device_s=device, floor_s=min(forward["floor_s"], device), warning=GPU_BACKWARD_WARNING,
+                    compute_s=device - min(forward["floor_s"], device))
     if name == op_name(GRU_BACKWARD_OP):
         if profile.device != "cpu" or not all(t in o for t in GRU_BACKWARD_TERMS):
             return None
