@@ -144,3 +144,42 @@ def test_on_a_gpu_a_recurrent_training_step_is_cudnns_two_calls_the_backward_est
     assert not any(r["op"] == GRU_BACKWARD_OP for r in cpu_rows)
     with pytest.warns(UserWarning, match="cuDNN's recurrent backward pass is not calibrated"):
         predict_module(Classifier(), sample_shape=(7, 16), batch_sizes=(4,), profiles=[gpu], workload="train")
+
+
+class _Seeded(nn.Module):
+    """A GRU whose first state comes from the input through a layer of its own, passed by keyword."""
+
+    def __init__(self):
+        super().__init__()
+        self.init = nn.Linear(16, 24)
+        self.gru = nn.GRU(16, 24, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(x, hx=torch.tanh(self.init(x.mean(1))).unsqueeze(0))[0][:, -1]
+
+
+class _Decoder(nn.Module):
+    """One GRU called once per output step (a decoder), a head between the calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 16, batch_first=True)
+        self.head = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h, y = None, x[:, :1]
+        for _ in range(4):
+            y, h = self.gru(y, h)
+            y = self.head(y)
+        return y[:, -1]
+
+
+def test_a_keyword_state_bounds_the_grus_backward_ops_and_a_repeated_gru_stays_op_by_op():
+    table, _ = trace_step(_Seeded(), (7, 16), 4, "train")
+    backward = table[table["phase"] == "backward"]
+    theirs = backward[backward["module"] != "gru"]["op"].tolist()
+    assert any(op.startswith("aten.tanh_backward") for op in theirs)  # the state's layer: not the GRU's
+    assert sum(op.startswith("aten.mm") for op in theirs) >= 1
+    table, _ = trace_step(_Decoder(), (5, 16), 4, "train")
+    records = table.to_dict("records")
+    assert train_records(records, _Decoder(), 4) == records  # four calls: not one fused call of one step

@@ -4,7 +4,7 @@ costs the host some microseconds whatever the kernel's size), so the CPU's time 
 says whether the CPU finishes before the GPU has issued its work. Unlike a time per layer it means the
 same for models whose layers differ: the launch count comes from the model's trace
 (:func:`crossover.opcost.trace.trace_module`, the ops that run a kernel), on the GPU's path
-(:func:`crossover.opcost.module_predict.gpu_records`: cuDNN's one recurrent call, not the CPU's per-step
+(:func:`crossover.opcost.recurrent_layers.gpu_records`: cuDNN's one recurrent call, not the CPU's per-step
 ops).
 
 Pure apart from the traces (:func:`toy_launches`, :func:`model_launches`), which touch no device.
@@ -47,7 +47,8 @@ def toy_launches(d_model: int, n_layers: int) -> int:
 
 def model_launches(model, sample_shape, batch_size: int, workload: str = "forward", dtype=None) -> int:
     """Kernel launches of ``model``'s step as a GPU runs it (its trace, with recurrent layers fused)."""
-    from ..opcost.module_predict import gpu_records, trace_step
+    from ..opcost.module_predict import trace_step
+    from ..opcost.recurrent_layers import gpu_records
 
     table, _ = trace_step(model, tuple(sample_shape), batch_size, workload, dtype)
     records = table.to_dict("records")

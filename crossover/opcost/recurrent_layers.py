@@ -196,11 +196,14 @@ def train_records(records, model, batch_size: int, device: str = "cpu") -> list:
 def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bool) -> list:
     out = list(records)
     for path, module in model.named_modules():
-        fused = fused_recurrent_row(out, module, path, batch_size) if isinstance(module, kind) else None
-        if fused is None:
-            continue
+        own = [i for i, r in enumerate(out) if r.get("module") == path and r.get("phase", "forward") == "forward"]
+        if not isinstance(module, kind) or not own or own[-1] - own[0] + 1 != len(own):
+            continue  # called more than once (its forward rows apart, as a decoder's): its ops stay one by one
+        fused = fused_recurrent_row(out, module, path, batch_size)
+        # its backward call writes the gradients, not the forward's outputs (no fresh pages counted twice)
         calls = {"forward": fused, "backward": dict(fused, op=GRU_BACKWARD_OP, kind="other", phase="backward",
-                                                    launches=1, rnn=dict(fused["rnn"], backward=True))}
+                                                    launches=1, output_shapes=(), bytes_written=0,
+                                                    rnn=dict(fused["rnn"], backward=True))}
         replaced, placed = [], set()
         for row in out:
             phase = row.get("phase", "forward")
@@ -215,8 +218,9 @@ def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bo
 
 
 def recurrent_train_cost(profile, row: Mapping, name: str) -> Optional[dict]:
-    """A training step's recurrent row costed, or None (another op, or a CPU calibration from before the
-    primitives): on a CPU, ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's forward terms,
+    """A training step's recurrent row costed, or None (another op, or a CPU profile without the op's terms: an
+    LSTM's forward row is costed on its forward terms even where a calibration from before the training
+    primitives has no backward ones): on a CPU, ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's forward terms,
     ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`GRU_BACKWARD_OP` row on
     :data:`GRU_BACKWARD_TERMS` (per layer and direction, as its forward call); on a GPU a
     :data:`GRU_BACKWARD_OP` row as :data:`GPU_BACKWARD_PER_FORWARD` times its forward call's kernels, warned.

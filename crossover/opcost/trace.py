@@ -156,15 +156,14 @@ class _ModuleStack:
         from torch import nn
 
         self.names = {id(module): name for name, module in model.named_modules()}
-        self.recurrent = {id(module) for module in model.modules() if isinstance(module, nn.RNNBase)}
-        self.stack, self.bounds = [], {}
-        self._handles = []
+        self.recurrent = [module for module in model.modules() if isinstance(module, nn.RNNBase)]
+        self.stack, self.bounds, self._handles = [], {}, []
 
     def __enter__(self):
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-        self._handles = [register_module_forward_pre_hook(self._push),
-                         register_module_forward_hook(self._pop)]
+        self._handles = [register_module_forward_pre_hook(self._push), register_module_forward_hook(self._pop),
+                         *(m.register_forward_pre_hook(self._bound, with_kwargs=True) for m in self.recurrent)]
         return self
 
     def __exit__(self, *exc):
@@ -173,8 +172,9 @@ class _ModuleStack:
 
     def _push(self, module, args):
         self.stack.append(module)
-        if id(module) in self.recurrent:  # where its autograd graph begins (see _pop)
-            self.bounds[id(module)] = {t.grad_fn for t in _tensors(args) if t.grad_fn is not None}
+
+    def _bound(self, module, args, kwargs):  # where a recurrent module's autograd graph begins (see _pop)
+        self.bounds[id(module)] = {t.grad_fn for t in _tensors((args, kwargs)) if t.grad_fn is not None}
 
     def _pop(self, module, args, output):
         # Pop down to (and including) this module: entries above it belong to forwards that raised
@@ -187,8 +187,8 @@ class _ModuleStack:
             seen, bound = set(), self.bounds.pop(id(module))
             while nodes:
                 node = nodes.pop()
-                if node is None or node in seen or node in bound:
-                    continue
+                if node is None or node in seen or node in bound or BACKWARD_MODULE in node.metadata:
+                    continue  # outside this call (its inputs' nodes), or an earlier call's
                 seen.add(node)
                 node.metadata[BACKWARD_MODULE] = self.names.get(id(module), "")
                 nodes += [next_node for next_node, _ in node.next_functions]
