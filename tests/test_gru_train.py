@@ -12,7 +12,7 @@ from crossover.opcost.gpu_ops import CPU_RNN_CALL, CPU_RNN_TERMS, cpu_recurrent_
 from crossover.opcost.module_predict import predict_module, trace_step
 from crossover.opcost.op_costs import op_cost
 from crossover.opcost.profiles import synthetic_profile
-from crossover.opcost.recurrent_layers import (GRU_BACKWARD_CALL, GRU_BACKWARD_OP, GRU_BACKWARD_TERMS, GRU_TRAIN,
+from crossover.opcost.recurrent_layers import (GRU_BACKWARD_CALL, RNN_BACKWARD_OP, GRU_BACKWARD_TERMS, GRU_TRAIN,
                                                fit_gru_backward, train_records)
 
 US = 1e-6
@@ -50,12 +50,12 @@ def test_a_training_step_keeps_its_other_ops_and_gets_two_gru_calls():
     fused = train_records(records, Classifier(), 4)
     mine = [r for r in fused if r.get("module") == "gru"]
     assert [(r["op"], r["phase"]) for r in mine] == [("aten._cudnn_rnn.default", "forward"),
-                                                     (GRU_BACKWARD_OP, "backward")]
+                                                     (RNN_BACKWARD_OP, "backward")]
     assert mine[1]["rnn"]["backward"] and mine[1]["rnn"]["layers"] == 2 and mine[1]["rnn"]["steps"] == 7
     others = [r["index"] for r in records if r.get("module") != "gru"]
     assert [r["index"] for r in fused if r.get("module") != "gru"] == others  # in their order
     order = [r["op"] for r in fused]
-    assert order.index(GRU_BACKWARD_OP) > max(i for i, r in enumerate(fused) if r["op"] == "aten.mm.default"
+    assert order.index(RNN_BACKWARD_OP) > max(i for i, r in enumerate(fused) if r["op"] == "aten.mm.default"
                                               and r.get("phase") == "backward")  # after the head's gradient
 
 
@@ -92,7 +92,7 @@ def _profile(with_backward=True):
 def test_the_backward_call_is_costed_per_layer_on_its_terms_and_the_step_on_both():
     table, _ = trace_step(Classifier(), (7, 16), 4, "train")
     fused = train_records(table.to_dict("records"), Classifier(), 4)
-    row = next(r for r in fused if r["op"] == GRU_BACKWARD_OP)
+    row = next(r for r in fused if r["op"] == RNN_BACKWARD_OP)
     cost = op_cost(_profile(), row)
     expected = sum(cpu_recurrent_seconds(BACKWARD, 4, 7, width, 24, 3, GRU_BACKWARD_TERMS, GRU_BACKWARD_CALL)
                    for width in (16, 24))
@@ -136,12 +136,12 @@ def test_on_a_gpu_a_recurrent_training_step_is_cudnns_two_calls_the_backward_est
         fused = train_records(table.to_dict("records"), model, 4, "cuda")
         path = "gru" if hasattr(model, "gru") else "lstm"
         mine = [r for r in fused if r.get("module") == path]
-        assert [r["op"] for r in mine] == ["aten._cudnn_rnn.default", GRU_BACKWARD_OP]
+        assert [r["op"] for r in mine] == ["aten._cudnn_rnn.default", RNN_BACKWARD_OP]
         forward, backward = (op_cost(gpu, r) for r in mine)
         assert backward.device_s == pytest.approx(GPU_BACKWARD_PER_FORWARD * forward.device_s)
         assert backward.warning == GPU_BACKWARD_WARNING and backward.family == "rnn"
     cpu_rows = train_records(table.to_dict("records"), model, 4, "cpu")  # a CPU keeps oneDNN's LSTM ops
-    assert not any(r["op"] == GRU_BACKWARD_OP for r in cpu_rows)
+    assert not any(r["op"] == RNN_BACKWARD_OP for r in cpu_rows)
     with pytest.warns(UserWarning, match="cuDNN's recurrent backward pass is not calibrated"):
         predict_module(Classifier(), sample_shape=(7, 16), batch_sizes=(4,), profiles=[gpu], workload="train")
 

@@ -32,10 +32,11 @@ from .gpu_ops import (CPU_LSTM_CALL, CPU_LSTM_TERMS, LSTM_FIT, cpu_recurrent_sec
                       fused_recurrent_row, recurrent_cost)
 from .trace import op_name
 
-__all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "GRU_TRAIN", "GRU_BACKWARD_TERMS",
-           "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "GRU_BACKWARD_OP", "GPU_BACKWARD_PER_FORWARD", "GPU_BACKWARD_WARNING", "recurrent_step", "train_step", "fit_lstm_backward",
-           "gpu_records",
-           "fit_gru_backward", "fit_recurrent_terms", "train_records", "costs_recurrent_training", "recurrent_train_cost"]
+__all__ = ["LSTM_TRAIN", "LSTM_BACKWARD_TERMS", "LSTM_BACKWARD_CALL", "LSTM_LAYER_OPS", "GRU_TRAIN",
+           "GRU_BACKWARD_TERMS", "GRU_BACKWARD_CALL", "RECURRENT_TRAIN", "RNN_BACKWARD_OP", "GPU_BACKWARD_PER_FORWARD",
+           "GPU_BACKWARD_WARNING", "recurrent_step", "train_step", "fit_lstm_backward", "gpu_records",
+           "fit_gru_backward", "fit_recurrent_terms", "train_records", "costs_recurrent_training",
+           "recurrent_train_cost"]
 
 #: The calibration family of the LSTM training-step primitives (CPU only).
 LSTM_TRAIN = "lstm_train"
@@ -60,7 +61,7 @@ GPU_BACKWARD_WARNING = ("cuDNN's recurrent backward pass is not calibrated: cost
 RECURRENT_TRAIN = (LSTM_TRAIN, GRU_TRAIN)
 #: The op of the one row that stands for a recurrent layer's whole backward pass in a training step (a CPU's
 #: GRU, a GPU's every kind: :func:`train_records`).
-GRU_BACKWARD_OP = "aten._rnn_backward.default"
+RNN_BACKWARD_OP = "aten._rnn_backward.default"
 
 
 def recurrent_step(family: str, name: str, shape: tuple, device: str = "cpu") -> Callable[[], object]:
@@ -184,7 +185,7 @@ def gpu_records(records, model, batch_size: int) -> list:
 def train_records(records, model, batch_size: int, device: str = "cpu") -> list:
     """A training step's trace with recurrent modules' ops (the forward pass's, and the backward ops the trace
     attributes to them) replaced by two rows each: the forward call
-    (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`GRU_BACKWARD_OP`, its backward pass
+    (:func:`crossover.opcost.gpu_ops.fused_recurrent_row`) and :data:`RNN_BACKWARD_OP`, its backward pass
     (none where nothing of it needs a gradient). On a CPU only an ``nn.GRU``'s (an LSTM's ops stay as they
     are: oneDNN's layer is one op each way, :func:`recurrent_train_cost`); on a GPU every recurrent
     module's (cuDNN's calls)."""
@@ -201,7 +202,7 @@ def _with_recurrent_calls(records, model, batch_size: int, kind, *, backward: bo
             continue  # called more than once (its forward rows apart, as a decoder's): its ops stay one by one
         fused = fused_recurrent_row(out, module, path, batch_size)
         # its backward call writes the gradients, not the forward's outputs (no fresh pages counted twice)
-        calls = {"forward": fused, "backward": dict(fused, op=GRU_BACKWARD_OP, kind="other", phase="backward",
+        calls = {"forward": fused, "backward": dict(fused, op=RNN_BACKWARD_OP, kind="other", phase="backward",
                                                     launches=1, output_shapes=(), bytes_written=0,
                                                     rnn=dict(fused["rnn"], backward=True))}
         replaced, placed = [], set()
@@ -221,20 +222,20 @@ def recurrent_train_cost(profile, row: Mapping, name: str) -> Optional[dict]:
     """A training step's recurrent row costed, or None (another op, or a CPU profile without the op's terms: an
     LSTM's forward row is costed on its forward terms even where a calibration from before the training
     primitives has no backward ones): on a CPU, ``mkldnn_rnn_layer`` (oneDNN's LSTM layer, forward) on the LSTM's forward terms,
-    ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`GRU_BACKWARD_OP` row on
+    ``mkldnn_rnn_layer_backward`` on :data:`LSTM_BACKWARD_TERMS`, a GRU's :data:`RNN_BACKWARD_OP` row on
     :data:`GRU_BACKWARD_TERMS` (per layer and direction, as its forward call); on a GPU a
-    :data:`GRU_BACKWARD_OP` row as :data:`GPU_BACKWARD_PER_FORWARD` times its forward call's kernels, warned.
+    :data:`RNN_BACKWARD_OP` row as :data:`GPU_BACKWARD_PER_FORWARD` times its forward call's kernels, warned.
 
     An LSTM row's first three inputs are the time-major input (steps, batch, width) and the input and recurrent
     weights (4 hidden × width, 4 hidden × hidden). Returns the fields of
     :class:`crossover.opcost.op_costs.OpCost` (family ``rnn``)."""
     o = profile.overheads
-    if name == op_name(GRU_BACKWARD_OP) and profile.device == "cuda":  # cuDNN's, estimated from its forward call
+    if name == op_name(RNN_BACKWARD_OP) and profile.device == "cuda":  # cuDNN's, estimated from its forward call
         forward = recurrent_cost(profile, row)
         device = GPU_BACKWARD_PER_FORWARD * forward["device_s"]
         return dict(forward, device_s=device, floor_s=min(forward["floor_s"], device), warning=GPU_BACKWARD_WARNING,
                     compute_s=device - min(forward["floor_s"], device))
-    if name == op_name(GRU_BACKWARD_OP):
+    if name == op_name(RNN_BACKWARD_OP):
         if profile.device != "cpu" or not all(t in o for t in GRU_BACKWARD_TERMS):
             return None
         r = row["rnn"]
