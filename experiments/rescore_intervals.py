@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: Within target per model: the median and worst |error| of its points in a sitting (experiments/bench_zoo.py).
+TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
+
 
 def rescored(csv: Path, calibration: Path, zoo: Path):
     """(the rebuilt profile, a DataFrame of the sitting's points with ``measured_s``, ``predicted_s``,
@@ -64,7 +67,8 @@ def main(argv=None) -> int:
     import pandas as pd
 
     tables = []
-    print(f"{'sitting':<44s} {'noise floor':>11s} {'inside':>8s} {'half-width':>10s}")
+    print(f"{'sitting':<44s} {'noise floor':>11s} {'inside':>8s} {'half-width':>10s} {'median |error|':>14s} "
+          f"{'models within target':>21s}")
     for spec in args.specs:
         try:
             csv, calibration, zoo = (Path(part) for part in spec.split(":"))
@@ -75,14 +79,27 @@ def main(argv=None) -> int:
                 parser.error(f"{path}: no such file or folder")
         profile, table = rescored(csv, calibration, zoo)
         tables.append(table.assign(sitting=csv.stem))
+        errors = (table["predicted_s"] / table["measured_s"] - 1).abs()
+        per_model = table.assign(error=errors).groupby(["model", "workload"])["error"].agg(["median", "max"])
+        met = int(((per_model["median"] <= TARGET_MEDIAN) & (per_model["max"] <= TARGET_WORST)).sum())
         print(f"{csv.stem:<44s} {profile.noise_floor_rel:>11.1%} {int(table['inside'].sum()):>3d}/{len(table):<4d}"
-              f" {float(table['half_width'].median()):>10.1%}", flush=True)
+              f" {float(table['half_width'].median()):>10.1%} {float(errors.median()):>14.1%} "
+              f"{met:>14d} of {len(per_model):<4d}", flush=True)
     every = pd.concat(tables)
     print(f"\n{len(tables)} sittings: {int(every['inside'].sum())} of {len(every)} measurements inside "
           f"({every['inside'].mean():.1%}), median half-width {float(np.median(every['half_width'])):.1%}")
     for workload, part in every.groupby("workload"):
         print(f"  {workload:<8s} {int(part['inside'].sum())} of {len(part)} inside ({part['inside'].mean():.1%}), "
               f"median half-width {float(np.median(part['half_width'])):.1%}")
+    every["error"] = every["predicted_s"] / every["measured_s"] - 1
+    print("\nper model, over the sittings that measured it: median of its sittings' median |error| "
+          "(signed median error), sittings within target")
+    for (model, workload), part in every.groupby(["model", "workload"]):
+        sittings = part.groupby("sitting")["error"]
+        medians = sittings.apply(lambda e: float(e.abs().median()))
+        met = int(((medians <= TARGET_MEDIAN) & (sittings.apply(lambda e: float(e.abs().max())) <= TARGET_WORST)).sum())
+        print(f"  {model:<24s} {workload:<8s} {float(medians.median()):6.1%} ({float(part['error'].median()):+6.1%}), "
+              f"{met} of {len(medians)}")
     return 0
 
 

@@ -17,8 +17,9 @@ buffers are) less filling a kept tensor, over its bytes (0.25 ns a byte on the 2
 (:mod:`crossover.opcost.thread_wake`; not timed at one thread); ``thread_start_s``: an OpenMP thread started anew
 (:mod:`crossover.opcost.thread_starts`). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_`` alike): the fused
 inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
-``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor is the drift
-reference's mean relative deviation from its median over the rounds kept (drifted ones left out, as from every cost). A calibration cut short keeps its whole rounds (``meta["rounds"]``).
+``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift
+reference's mean deviation from its median over the rounds kept (a drifted round, left out of every cost, is no noise
+of a prediction: ``interval_noise_floor_1128.log``). A calibration cut short keeps whole rounds.
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
 than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic
@@ -73,8 +74,8 @@ from .recurrent_layers import RECURRENT_TRAIN, fit_recurrent_terms
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
-__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
-           "build_profile", "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
+__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun", "build_profile",
+           "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
 
 CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "k", "n", "x", "cold", "shape",
                "median_s", "calls_per_repeat", "raw_times_s", "device_times_s")
@@ -274,21 +275,10 @@ def _times(text) -> np.ndarray:
 
 
 def _drifted_rounds(rows) -> tuple:
-    """(rounds whose reference was slow, the reference's noise floor over the other rounds).
-
-    The noise floor is the drift reference's mean relative deviation from its median over the rounds the
-    profile keeps: a drifted round's visits are left out of every cost (:func:`_statistics`) and, in
-    ``experiments/bench_zoo.py``, of the models measured in the same rounds, so its slowness is no noise of
-    what the profile predicts. Taken over every round, it read 4.9-138% in 29 quick calibrations of the
-    Intel VM (1128t-b) where the kept rounds' read 0.4-9.5%; as the floor of a prediction's half-width it
-    had widened the intervals of those sittings' zoo measurements from a median 21.8% to 25.8%
-    (``experiments/results/intel-xeon-2c/logs/interval_noise_floor_1128.log``)."""
+    """(rounds whose reference was slow, the noise floor over the other rounds: see the module's docstring)."""
     from ..results.statistics import drift_ratio, is_drifted
 
-    refs = {}
-    for row in rows:
-        if row["reference"]:
-            refs[row["round"]] = float(row["median_s"])
+    refs = {row["round"]: float(row["median_s"]) for row in rows if row["reference"]}  # the last visit a round
     if len(refs) < 2:
         return set(), 0.0
     values = np.array(list(refs.values()))
