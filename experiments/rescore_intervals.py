@@ -92,6 +92,9 @@ def main(argv=None) -> int:
         print(f"  {workload:<8s} {int(part['inside'].sum())} of {len(part)} inside ({part['inside'].mean():.1%}), "
               f"median half-width {float(np.median(part['half_width'])):.1%}")
     every["error"] = every["predicted_s"] / every["measured_s"] - 1
+    quantiles = every["error"].abs().quantile([0.5, 0.8, 0.9])
+    print(f"  |error| of every measurement: median {quantiles[0.5]:.1%}, 80% {quantiles[0.8]:.1%}, "
+          f"90% {quantiles[0.9]:.1%} (an interval of one width holding 80% is at least the 80% one wide)")
     print("\nper model, over the sittings that measured it: median of its sittings' median |error| "
           "(signed median error), sittings within target")
     for (model, workload), part in every.groupby(["model", "workload"]):
