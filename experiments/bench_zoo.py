@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crossover.analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 from crossover.opcost.calibrate import measure_calibration, save_calibration
 from crossover.opcost.calibration_plan import PLANS
 from crossover.measurement.module_rounds import (DEFAULT_ROUNDS, ROUND_OPTIONS, example_input,
@@ -61,7 +62,6 @@ def zoo_models(folder: Path) -> tuple:
 #: ``WORKLOADS``, default the forward pass): the reference models' kin, and the kinds added for the
 #: transfer checks (GRU, 1-D CNN, depthwise-separable CNN, embedding bag).
 MODELS = zoo_models(ZOO)
-TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 
 
 def main(argv=None) -> int:

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-#: Within target per model: the median and worst |error| of its points in a sitting (experiments/bench_zoo.py).
-TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
+from crossover.analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 
 
 def rescored(csv: Path, calibration: Path, zoo: Path):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
+from crossover.analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 
 
 def main(argv=None) -> int:

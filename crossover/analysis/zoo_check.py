@@ -14,11 +14,14 @@ import pandas as pd
 
 from ..crossings import log_crossings
 
-__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR"]
+__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR",
+           "TARGET_MEDIAN", "TARGET_WORST"]
 
 ZOO_KEYS = ("model", "workload")
 #: Points whose two devices differ by less than this share are ties: no winner to get right.
 WINNER_MARGIN = 0.10
+#: A model within target: the median and the worst |error| of its points at most these (#27's targets).
+TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 #: A predicted crossover within this factor of the measured one holds.
 CROSSOVER_FACTOR = 1.5
 

@@ -19,7 +19,7 @@ buffers are) less filling a kept tensor, over its bytes (0.25 ns a byte on the 2
 inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
 ``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift
 reference's mean deviation from its median over the rounds kept (a drifted round, left out of every cost, is no noise
-of a prediction: ``interval_noise_floor_1128.log``). A calibration cut short keeps whole rounds.
+of a prediction: ``interval_noise_floor_1128.log``). A calibration cut short keeps its whole rounds (``meta["rounds"]``).
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
 than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic
@@ -74,8 +74,8 @@ from .recurrent_layers import RECURRENT_TRAIN, fit_recurrent_terms
 from .profiles import CALIBRATION_CSV, Curve, Grid, Profile, write_profile
 from .streaming import CHAIN_FAMILY, CHAIN_OPS
 
-__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun", "build_profile",
-           "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
+__all__ = ["run_calibration", "measure_calibration", "save_calibration", "check_out_dir", "CalibrationRun",
+           "build_profile", "rebuild_profile", "read_calibration", "CSV_COLUMNS"]
 
 CSV_COLUMNS = ("round", "sequence", "reference", "key", "family", "name", "m", "k", "n", "x", "cold", "shape",
                "median_s", "calls_per_repeat", "raw_times_s", "device_times_s")
@@ -283,7 +283,7 @@ def _drifted_rounds(rows) -> tuple:
         return set(), 0.0
     values = np.array(list(refs.values()))
     drifted = {r for r, ratio in zip(refs, drift_ratio(values)) if is_drifted(ratio)}
-    kept = np.array([v for r, v in refs.items() if r not in drifted]) if len(drifted) < len(refs) else values
+    kept = np.array([v for r, v in refs.items() if r not in drifted])  # the quietest round is never drifted
     return drifted, float(np.mean(np.abs(kept / np.median(kept) - 1)))
 
 

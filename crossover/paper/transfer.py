@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 from .latex import DASH, Macro, format_number
 
 __all__ = ["transfer_frames", "transfer_errors", "transfer_macros", "transfer_table", "TRANSFER_COLUMNS",
@@ -51,7 +52,7 @@ TRANSFER_MODELS = {
     ("depthwise_cnn", "forward"): ("Depthwise", "depthwise CNN$^\\ast$"),
     ("embedding_bag", "forward"): ("Bag", "embedding bag$^\\ast$"), ("gru_classifier", "forward"): ("Gru", "GRU$^\\ast$"),
 }
-TARGET_MEDIAN_PCT, TARGET_WORST_PCT = 10.0, 25.0
+TARGET_MEDIAN_PCT, TARGET_WORST_PCT = round(100 * TARGET_MEDIAN, 9), round(100 * TARGET_WORST, 9)
 
 
 def predicted_set_names() -> set:
