@@ -16,7 +16,11 @@ By default the calibration itself is part of the run: the zoo's steps are timed 
 rounds as the plan's primitives (``crossover.opcost.calibrate.measure_calibration(extra_steps=...)``), so the
 machine's drift (this VM's two-thread ops run 40 µs in one minute and 170 µs in another) falls on
 both alike; the profile, built from the primitives only, is written to ``--out`` (to ship it:
-``--out experiments/profiles/<machine>``). With ``--profile DIR`` an existing profile is used and the
+``--out experiments/profiles/<machine>``). Each zoo step is visited as the calibration visits its reference
+steps, the plan's ``reference_visits`` times a round (``--visits``), and each round's quicker visit is kept
+(:func:`crossover.measurement.module_rounds.quicker_visit_per_round`): the composition terms are fitted on
+steps measured that way, and on the 2-core VM a two-thread visit runs in one of the host's modes for its
+whole length (sittings before 28 November, 22:30 UTC, visited each zoo step once a round). With ``--profile DIR`` an existing profile is used and the
 zoo is measured in rounds of its own. ``--then-alone ROUNDS`` does both in one sitting: after the
 calibration (and the zoo in its rounds) the zoo is measured again in rounds of its own, and the same
 predictions are scored against both. A step visited among the calibration's primitives runs in a state a
@@ -43,7 +47,8 @@ from crossover.analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 from crossover.opcost.calibrate import measure_calibration, save_calibration
 from crossover.opcost.calibration_plan import PLANS
 from crossover.measurement.module_rounds import (DEFAULT_ROUNDS, ROUND_OPTIONS, example_input,
-                                                 make_module_step, measure_rounds, summarise_rounds)
+                                                 make_module_step, measure_rounds, quicker_visit_per_round,
+                                                 summarise_rounds)
 from crossover.opcost.module_predict import predict_module
 from crossover.opcost.profiles import load_profile
 from crossover.units import format_seconds
@@ -90,11 +95,17 @@ def main(argv=None) -> int:
                         help="with --plan: after the calibration, measure the zoo again in ROUNDS rounds of its "
                              "own (no primitive between its steps, as `crossover measure --model` times a model) "
                              "and score the same predictions against that too (--csv: also <stem>_alone.csv)")
+    parser.add_argument("--visits", type=int, default=None, metavar="N",
+                        help="with --plan: visit each zoo step N times a round and keep each round's quicker visit, "
+                             "as the calibration visits its reference steps (default: the plan's reference_visits, "
+                             "2 for quick and full; 1 is how sittings before 28 November 22:30 UTC were measured)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
     if args.rescore is not None and args.profile is None:
         parser.error("--rescore needs --profile")
+    if args.visits is not None and (args.visits < 1 or args.profile is not None):
+        parser.error("--visits takes a count of 1 or more, with --plan")
     if args.then_alone and args.profile is not None:
         parser.error("--then-alone needs --plan (with --profile the zoo is measured alone already)")
     if args.profile is not None:
@@ -146,11 +157,15 @@ def main(argv=None) -> int:
         out = args.out or Path(tempfile.mkdtemp(prefix="bench_zoo_"))
         print(f"calibrating with the {plan.name} plan, {plan.rounds} rounds, the {len(steps)} zoo steps in the same "
               f"rounds, {torch.get_num_threads()} threads -> {out}", file=sys.stderr)
-        run = measure_calibration("cpu", plan, seed=args.seed, threads=args.threads, extra_steps=steps)
+        visits_per_round = args.visits or plan.reference_visits
+        run = measure_calibration("cpu", plan, seed=args.seed, threads=args.threads,
+                                  extra_steps=[step for step in steps for _ in range(visits_per_round)])
         profile = save_calibration(out, run)
         drifted = set(profile.meta.get("drifted_rounds") or ())  # as the primitives: quiet rounds only
         visits = [v for v in run.extra_visits if v["round"] not in drifted] or run.extra_visits
-        measured = {key: summarise_rounds([v for v in visits if v["key"] == key]) for key, _ in steps}
+        # each round's quicker visit, as the reference steps the composition is fitted on are kept
+        measured = {key: summarise_rounds(quicker_visit_per_round([v for v in visits if v["key"] == key]))
+                    for key, _ in steps}
         print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
     alone = None
     if args.then_alone:
