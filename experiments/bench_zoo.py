@@ -20,7 +20,8 @@ both alike; the profile, built from the primitives only, is written to ``--out``
 steps, the plan's ``reference_visits`` times a round (``--visits``), and each round's quicker visit is kept
 (:func:`crossover.measurement.module_rounds.quicker_visit_per_round`): the composition terms are fitted on
 steps measured that way, and on the 2-core VM a two-thread visit runs in one of the host's modes for its
-whole length (sittings before 28 November, 22:30 UTC, visited each zoo step once a round). With ``--profile DIR`` an existing profile is used and the
+whole length (the sittings before 1128zb, 28 November, visited each zoo step once a round). With
+``--profile DIR`` an existing profile is used and the
 zoo is measured in rounds of its own. ``--then-alone ROUNDS`` does both in one sitting: after the
 calibration (and the zoo in its rounds) the zoo is measured again in rounds of its own, and the same
 predictions are scored against both. A step visited among the calibration's primitives runs in a state a
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--visits", type=int, default=None, metavar="N",
                         help="with --plan: visit each zoo step N times a round and keep each round's quicker visit, "
                              "as the calibration visits its reference steps (default: the plan's reference_visits, "
-                             "2 for quick and full; 1 is how sittings before 28 November 22:30 UTC were measured)")
+                             "2 for quick and full; 1 is how the sittings before 1128zb were measured)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, help="also write the table here")
     args = parser.parse_args(argv)

@@ -136,8 +136,7 @@ def quicker_visit_per_round(rows: Sequence[dict]) -> list:
 
     A point visited several times a round (the calibration's reference steps: ``Plan.reference_visits``)
     keeps one visit a round, as a point visited once does, so that its 10th percentile pools the same number
-    of visits: on the 2-core VM a two-thread visit runs in one of the host's modes for its whole length,
-    and one fast visit in a round is what the statistic needs."""
+    of visits (why: :func:`crossover.opcost.calibrate._statistics`). Visits without repeats are no round's."""
     best: dict = {}
     for row in rows:
         times = np.asarray(row.get("raw_times_s", ()), float)

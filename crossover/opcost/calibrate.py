@@ -313,7 +313,7 @@ def _statistics(rows, drifted) -> dict:
     CNN's batch-1 step in sitting 1126n) is under the 10th percentile that a primitive's one fast visit
     of 8 reaches, and the composition terms read the difference as the model's
     (``conv_forward_extra`` 0.96 against 0.19-0.24 in the other two-thread sittings since 1126g but one)."""
-    from ..measurement.module_rounds import summarise_rounds
+    from ..measurement.module_rounds import quicker_visit_per_round, summarise_rounds
 
     grouped = {}
     for row in rows:
@@ -325,13 +325,8 @@ def _statistics(rows, drifted) -> dict:
         events = (visits[0]["family"] not in _HOST_FAMILIES
                   and all(len(_times(v.get("device_times_s", ""))) for v in quiet))
         field = "device_times_s" if events else "raw_times_s"
-        per_round = {}
-        for visit in quiet:
-            times = _times(visit[field])
-            best = per_round.get(visit["round"])
-            if len(times) and (best is None or np.median(times) < np.median(best)):
-                per_round[visit["round"]] = times
-        stats = summarise_rounds([dict(raw_times_s=times) for times in per_round.values()])
+        parsed = [dict(round=visit["round"], raw_times_s=_times(visit[field])) for visit in quiet]
+        stats = summarise_rounds(quicker_visit_per_round(parsed))
         out[key] = (stats["latency_s"], stats["spread_rel"], visits[0])
     return out
 
