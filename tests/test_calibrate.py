@@ -182,6 +182,7 @@ def test_a_gpu_calibration_times_bias_free_products_by_rows():
     plan = PLANS["quick"]
     host = [p for p in points(plan, "cuda") if p.family == "matmul_host"]
     assert sorted({p.m for p in host}) == sorted(plan.host_mm_m)
+    assert sorted({p.k * p.n for p in host}) == sorted(k * k for k in plan.host_mm_k)
     assert not [p for p in points(plan, "cpu") if p.family == "matmul_host"]
     assert tuple(make_step(host[-1], "cpu")().shape) == (host[-1].m, host[-1].n)
     us = 1e-6

@@ -268,17 +268,27 @@ def calibration_for_rows(frame) -> Optional[Profile]:
 def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
     """The ``calibrated-gpu`` model: a synchronised GPU step from its calibrated parts (pure).
 
-    ``t = step_s + sync + smax(host_scale · host, device_scale · device)``: the host launches the
-    kernels while the device runs them (the larger of the two bounds the step, smoothly near equality),
-    then the step waits for the device. ``host`` is the launches, dispatches and module calls as the
-    calibration's throughput-regime primitives cost them, ``device`` the kernels' CUDA-event times; the
-    scales carry them into the regime a measured step is in (launches in a synchronised step cost
-    more than queued ones: the toy's eager series on the H200 fits ~10 µs a kernel against 7.1 µs
-    calibrated), ``step_s`` what a step pays once beyond the calibration's sync.
+    ``t = step_s + sync + smax(host_scale · host + gemm_layer_s · gemm_layers, device_scale · device)``:
+    the host launches the kernels while the device runs them (the larger of the two bounds the step,
+    smoothly near equality), then the step waits for the device. ``host`` is the launches, dispatches
+    and module calls as the calibration's throughput-regime primitives cost them, ``device`` the
+    kernels' CUDA-event times; the scales carry them into the regime a measured step is in (launches in
+    a synchronised step cost more than queued ones: the toy's eager series on the H200 fits ~10 µs a
+    kernel against 7.1 µs calibrated), ``step_s`` what a step pays once beyond the calibration's sync.
+
+    ``gemm_layer_s`` is the host's extra per layer once a product has more than one row
+    (``gemm_layers``: the layers at batch > 1), the CPU ``calibrated`` model's term: cuBLAS issues a
+    one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
+    calibrations since the H100's fourth visit) reads it on the H100 host: 10.0-10.8 µs a call at one
+    row, 13.2-17.2 µs at 2, 32, 128 and 512 rows of a 128² weight (53 µs at 8: another kernel). A profile without that grid costs every row count
+    alike, and the toy's GPU series then runs ~4.5 µs a layer faster at batch 1 than at 2-2048 than
+    its fit allows (the H200's and the H100's first three visits: fitted 4.0-5.1 µs).
     """
     if not hasattr(X, "host_s"):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=a GPU profile))")
     host, device = p["host_scale"] * X.host_s, p["device_scale"] * X.device_s
+    if "gemm_layer_s" in p:
+        host = host + p["gemm_layer_s"] * X.gemm_layers
     return p["step_s"] + X.sync_s + smooth_max(host, device, HOST_DEVICE_POWER)
 
 

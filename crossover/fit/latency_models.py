@@ -230,7 +230,7 @@ def model_parameters(name: str) -> tuple:
     if name == CALIBRATED:
         return _CALIBRATED_PARAMS
     if name == CALIBRATED_GPU:
-        return ("step_s", "host_scale", "device_scale")
+        return ("step_s", "host_scale", "device_scale", "gemm_layer_s")
     base, *extra = name.split("+")
     if base == "affine" and not extra:
         return ("step_s", "flops_per_s")

@@ -94,8 +94,13 @@ class Plan:
     narrow_k: tuple = (16, 64, 256, 1024)
     #: Activation functions timed each on its own (CPU only; :mod:`crossover.opcost.activations`)
     activation_ops: tuple = ACTIVATION_OPS
-    #: Rows of bias-free products ``x @ w.t()`` (CUDA only; 64² and 128² weights): the host's time per call
-    host_mm_m: tuple = (1, 2, 8, 32, 128, 512)
+    #: Rows of bias-free products ``x @ w.t()`` (CUDA only; ``host_mm_k``² weights): the host's time per
+    #: call. cuBLAS's path changes with both (the H100 host, 128² weights: 10-11 µs at one row, 13-17 at 2
+    #: to 512, 53 at 8; the toy's H200 series at 32 layers pays the 2-row path at 4 rows of 256² and 512²
+    #: weights but not of 1024² or 2048²), so the rows between and the larger weights are timed too
+    host_mm_m: tuple = (1, 2, 4, 8, 16, 32, 128, 512)
+    #: The square weights' sides of those products
+    host_mm_k: tuple = (64, 128, 256, 512)
     #: Image sides the convolutions are calibrated at (a grid each; predictions interpolate between).
     conv_sizes: tuple = (16, 32)
     #: Batches of the native (oneDNN off) convolutions: PyTorch takes that path for single images only.
@@ -241,7 +246,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
             for m in plan.extra_m]
     out += [Point("matmul_outer", "mm", mn, k, mn, x=2.0 * mn * k * mn)
             for k, mn in itertools.product(plan.outer_k, plan.outer_mn)]
-    out += [Point("matmul_host", "mm", m, k, k, x=2.0 * m * k * k) for m in plan.host_mm_m for k in (64, 128)
+    out += [Point("matmul_host", "mm", m, k, k, x=2.0 * m * k * k) for m in plan.host_mm_m for k in plan.host_mm_k
             if device == "cuda"]
     out += [Point("matmul_narrow", "addmm", m, k, NARROW_N, x=2.0 * m * k * NARROW_N)
             for m, k in itertools.product(plan.narrow_m, plan.narrow_k) if device == "cpu"]
