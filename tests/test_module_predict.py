@@ -246,6 +246,13 @@ def test_a_gpu_products_host_cost_follows_its_own_shape():
     assert op_cost(gpu, addmm).host_s == pytest.approx(21 * US)
     assert op_cost(gpu, mm).host_s == pytest.approx(15 * US)
     assert op_cost(gpu, dict(mm, output_shapes=((1, 16),), flops=2.0 * 16 * 16)).host_s == pytest.approx(12 * US)
+    # weights past 128² (the plan's 256² and 512² columns): a few rows keep the product host-bound, so its
+    # own cell counts (cuBLAS's path at 4 rows of a 256² weight: 16 µs, where 64² and 128² take 11 and 13)
+    wide = Grid((4.0, 512.0), (4096.0, 16384.0, 65536.0, 262144.0),
+                ((11 * US, 13 * US, 16 * US, 16 * US), (13 * US, 14 * US, 30 * US, 90 * US)))
+    assert matmul_host_s(wide, 4, 65536, by_flops=True) == pytest.approx(16 * US)
+    assert matmul_host_s(wide, 4, 65536) == pytest.approx(12 * US)  # the plateau of 64² and 128² alone
+    assert matmul_host_s(wide, 512, 262144, by_flops=True) == pytest.approx(13.5 * US)  # 0.27 GFLOP: its row's host level
 
 
 def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():

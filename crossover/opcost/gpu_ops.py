@@ -39,7 +39,7 @@ def host_floor_s(profile: Profile, family: str, dims: Optional[tuple] = None, *,
     """
     grid = profile.grids.get("matmul" if bias else "matmul_host")
     if family == "matmul" and dims is not None and grid is not None:
-        return matmul_host_s(grid, *dims)
+        return matmul_host_s(grid, *dims, by_flops=not bias)
     grids = [grid for name, grid in profile.grids.items()
              if name.split("@")[0] in _FAMILY_GRIDS.get(family, ())]
     if grids:
@@ -52,12 +52,20 @@ def host_floor_s(profile: Profile, family: str, dims: Optional[tuple] = None, *,
 #: (at most 2·1024·16384 FLOPs, a third of a microsecond at the H100's 51 TFLOP/s): those cells of a GPU
 #: calibration's matrix grid time the host alone.
 HOST_BOUND_KN = 16384
+#: The same bound in FLOPs (2·1024·16384): a product of ``m`` rows and ``K·N`` weights within it is
+#: host-bound whatever its shape.
+HOST_BOUND_FLOPS = 2.0 * 1024 * HOST_BOUND_KN
 
 
-def matmul_host_s(grid, m: float, kn: float) -> float:
+def matmul_host_s(grid, m: float, kn: float, *, by_flops: bool = False) -> float:
     """The host's seconds per call of a ``(m, kn)`` product on a GPU: the calibration's queued time at that
     shape, at most the host's time for products of ``m`` rows (the median of the grid's host-bound cells
-    at ``m``: weights of at most :data:`HOST_BOUND_KN` elements).
+    at ``m``: weights of at most :data:`HOST_BOUND_KN` elements). With ``by_flops`` (the bias-free grid,
+    whose weights since the plan's 256² and 512² columns go past that size while its few rows keep the
+    kernel short) a product of at most :data:`HOST_BOUND_FLOPS` within the grid's weights is its own
+    cell's time (a column's cuBLAS path is not carried to weights past the last: the H100's 128² column
+    reads 53 µs at 8 rows, another kernel, that a 448² weight does not take), and any other at most the
+    median of its row's cells within that bound.
 
     cuBLAS's host work depends on the shape: on the H100 and H200 hosts a product with bias of up to 16 rows
     is issued every ~11.5 µs, one of 32 rows or more every ~21 µs (cuBLASLt's bias epilogue) until its
@@ -65,7 +73,12 @@ def matmul_host_s(grid, m: float, kn: float) -> float:
     product of 32 rows or more. Where the kernel outlasts the host's work (a large product), the queued
     time is the kernel's, and the host's is the row's host-bound time.
     """
-    small = [kn_i for kn_i in grid.kn if kn_i <= HOST_BOUND_KN] or [grid.kn[0]]
+    if by_flops:
+        if 2.0 * m * kn <= HOST_BOUND_FLOPS and kn <= grid.kn[-1]:  # its own cell times the host
+            return grid(m, kn)
+        small = [kn_i for kn_i in grid.kn if 2.0 * m * kn_i <= HOST_BOUND_FLOPS] or [grid.kn[0]]
+    else:
+        small = [kn_i for kn_i in grid.kn if kn_i <= HOST_BOUND_KN] or [grid.kn[0]]
     host_bound = sorted(grid(m, kn_i) for kn_i in small)
     mid = len(host_bound) // 2
     plateau = host_bound[mid] if len(host_bound) % 2 else 0.5 * (host_bound[mid - 1] + host_bound[mid])
