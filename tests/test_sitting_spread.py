@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossover.analysis.visit_spread import read_sittings, sitting_spread
+from crossover.analysis.visit_spread import read_sittings, sitting_levels, sitting_spread
 
 
 def _sitting(name, factor, predicted_factor, bias=-0.1):
@@ -86,3 +86,16 @@ def test_the_papers_sitting_macros_take_a_results_folder_that_is_the_machines(tm
         _sitting("", f, f).drop(columns="sitting").to_csv(logs / f"bench_zoo_s{i}_t1.csv", index=False)
     macros = {m.name: m.text for m in sitting_macros([tmp_path / "vm-2c"], {"Vm": "vm-2c"})}
     assert macros["SittingsVmOneCount"] == "5"
+
+
+def test_a_slow_sitting_reads_as_its_factor_over_the_typical_one():
+    factors = [1.0, 1.0, 1.0, 1.0, 1.6]
+    sittings = pd.concat([_sitting(f"s{i}", f, 1.0, bias=0.0).assign(spread_rel=0.02 if f == 1.0 else 0.3)
+                          for i, f in enumerate(factors)])
+    levels = sitting_levels(sittings).set_index("sitting")
+    assert list(levels.index) == [f"s{i}" for i in range(5)]
+    assert levels.level["s4"] == pytest.approx(1.6) and levels.level["s0"] == pytest.approx(1.0)
+    assert levels.spread["s4"] == pytest.approx(0.3) and levels.spread["s1"] == pytest.approx(0.02)
+    assert levels.median_error["s4"] == pytest.approx(1 - 1 / 1.6)  # predicted at the typical level
+    assert (levels.points == 2).all()
+    assert sitting_levels(sittings, min_sittings=6).level.isna().all()  # no point shared that widely

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import pandas as pd
 
-__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY", "read_sittings", "sitting_spread",
+__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY", "read_sittings", "sitting_spread", "sitting_levels",
            "SITTINGS_PATTERN"]
 
 #: The calibration's reference model steps (an MLP and a CNN, forward and training, two batch sizes each):
@@ -160,6 +160,31 @@ def sitting_spread(sittings: pd.DataFrame, min_sittings: int = 5) -> pd.DataFram
                          error_sd=float(np.std(predicted - measured, ddof=1)),
                          correlation=_correlation(measured, predicted),
                          median_error=float(np.exp(np.median(predicted - measured)) - 1)))
+    return pd.DataFrame(rows)
+
+
+def sitting_levels(sittings: pd.DataFrame, min_sittings: int = 5) -> pd.DataFrame:
+    """One row per sitting of ``sittings`` (:func:`read_sittings`), in the order given: the machine's speed
+    and steadiness in it, read off the zoo points it shares with the others (each measured in at least
+    ``min_sittings`` sittings): ``level``, the median over its points of measured / the point's median
+    over all sittings (above 1: a slower sitting); ``spread``, the median of its points' round-to-round
+    ``spread_rel`` (NaN without the column); ``median_error``, the median |predicted / measured - 1| of
+    all its points; ``points``, how many it shares. Pure."""
+    import numpy as np
+
+    keys = ["model", "workload", "batch_size"]
+    if not len(sittings):
+        return pd.DataFrame(columns=["sitting", "level", "spread", "median_error", "points"])
+    counts = sittings.groupby(keys)["sitting"].transform("nunique")
+    shared = sittings[counts >= min_sittings]
+    typical = shared.groupby(keys)["measured_s"].transform("median")
+    ratio = (shared["measured_s"] / typical).groupby(shared["sitting"], sort=False).median()
+    rows = []
+    for name, group in sittings.groupby("sitting", sort=False):
+        spread = group["spread_rel"].median() if "spread_rel" in group else float("nan")
+        error = np.abs(group["predicted_s"] / group["measured_s"] - 1).median()
+        rows.append(dict(sitting=name, level=float(ratio.get(name, float("nan"))), spread=float(spread),
+                         median_error=float(error), points=int((shared["sitting"] == name).sum())))
     return pd.DataFrame(rows)
 
 
