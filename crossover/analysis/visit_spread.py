@@ -30,8 +30,8 @@ from typing import Sequence
 
 import pandas as pd
 
-__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY", "read_sittings", "sitting_spread", "sitting_levels",
-           "SITTINGS_PATTERN"]
+__all__ = ["zoo_visits", "point_spread", "reference_spread", "REFERENCE_FAMILY", "read_sittings", "sitting_spread",
+           "sitting_levels", "SITTINGS_PATTERN"]
 
 #: The calibration's reference model steps (an MLP and a CNN, forward and training, two batch sizes each):
 #: the rows of ``calibration.csv.gz`` every CUDA plan has measured.

@@ -280,9 +280,9 @@ def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
     (``gemm_layers``: the layers at batch > 1), the CPU ``calibrated`` model's term: cuBLAS issues a
     one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
     calibrations since the H100's fourth visit) reads it on the H100 host: 10.0-10.8 µs a call at one
-    row, 13.2-17.2 µs at 2, 32, 128 and 512 rows of a 128² weight (53 µs at 8: another kernel). A profile without that grid costs every row count
-    alike, and the toy's GPU series then runs ~4.5 µs a layer faster at batch 1 than at 2-2048 than
-    its fit allows (the H200's and the H100's first three visits: fitted 4.0-5.1 µs).
+    row, 13.2-17.2 µs at 2, 32, 128 and 512 rows of a 128² weight (53 µs at 8: another kernel). A
+    profile without that grid costs every row count alike; the term then carries the difference, 4.0-5.1
+    µs a layer in the toy's GPU series of the H200 and of the H100's first three visits.
     """
     if not hasattr(X, "host_s"):
         raise AnalysisError(NEEDS_CALIBRATION + " (features(..., calibration=a GPU profile))")
