@@ -79,6 +79,19 @@ def heldout_floor(runs, statistic, device: str = "cpu") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def residual_table(frame: pd.DataFrame, fit, statistic: str) -> pd.DataFrame:
+    """Every size of ``frame`` (fitted and held out), one row each: its sweep, measured and predicted
+    seconds (``fit``'s curve), the error and the measured µs per layer, by layers then width then batch."""
+    fitted, held = split_heldout(check_frame(frame, statistic))
+    sizes = pd.concat([one_row_per_size(fitted).assign(held_out=False), one_row_per_size(held).assign(held_out=True)])
+    sizes["predicted_s"] = [float(fit.latency_s(r.d_model, r.n_layers, r.batch_size)) for r in sizes.itertuples()]
+    sizes["error_pct"] = 100 * (sizes["predicted_s"] / sizes["latency_s"] - 1)
+    sizes["us_per_layer"] = 1e6 * sizes["latency_s"] / sizes["n_layers"]
+    columns = ["sweep", "d_model", "n_layers", "batch_size", "latency_s", "predicted_s", "error_pct", "us_per_layer",
+               "held_out"]
+    return sizes.sort_values(["n_layers", "d_model", "batch_size"])[columns]
+
+
 def grouped_cv_lines(index: int, fit) -> list:
     """One line per candidate of ``fit``'s grouped CV: MAPE per axis, worst axis, interior score."""
     from crossover.fit.validation import selection_score
@@ -117,6 +130,9 @@ def main(argv=None) -> int:
                              "is the run's calibration/cuda or the shipped profile of that machine)")
     parser.add_argument("--models", help="comma-separated candidates (default: crossover's for the device)")
     parser.add_argument("--statistic", choices=tuple(STATISTICS), default=DEFAULT_STATISTIC)
+    parser.add_argument("--residuals", action="store_true",
+                        help="also print, per run, the chosen fit against every size it was fitted on and the held-out "
+                             "ones: measured, predicted, error and µs per layer")
     parser.add_argument("--calibrate", choices=("none", "quick", "full"), default="none",
                         help="with --measure: calibrate the CPU before each run (the calibrated model's profile)")
     args = parser.parse_args(argv)
@@ -140,6 +156,8 @@ def main(argv=None) -> int:
             lines.append(dict(run=index, model=model + (" *" if model == chosen.model else ""),
                               **summary(fit.heldout["rel_error"])))
         held = chosen.heldout
+        if args.residuals:
+            print(residual_table(frame, chosen, args.statistic).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         bounds = [chosen.prediction_interval_s(r.d_model, r.n_layers, r.batch_size) for r in held.itertuples()]
         inside = [lo <= m <= hi for (lo, hi), m in zip(bounds, held["measured_s"])]
         per_size.append(held.assign(run=index, model=chosen.model, in_interval=inside,
