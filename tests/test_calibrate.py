@@ -142,6 +142,7 @@ def test_drifted_rounds_are_left_out():
     profile = build_profile(quiet + slow + steady, device="cpu", machine="m")
     assert profile.meta["drifted_rounds"] == [1] and profile.overheads["dispatch_s"] == pytest.approx(1e-6)
     assert profile.noise_floor_rel == 0.0  # the rounds kept agree; the drifted one is no noise of the costs
+    assert profile.meta["rounds_kept"] == 2  # a cost pools rounds 0 and 2: its spread over them is shrunk by sqrt(2)
     wobbly = [dict(r, round=3) for r in base] + [_row("reference", 1.2e-3, family="reference", reference=True, round_=3)]
     profile = build_profile(quiet + slow + steady + wobbly, device="cpu", machine="m")
     assert profile.meta["drifted_rounds"] == [1]  # 1.2 times the quiet level is under the drift limit

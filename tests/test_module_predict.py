@@ -195,6 +195,25 @@ def test_interval_mode_restored_and_api(tmp_path):
     assert row["top_ops"][0]["kind"] == "matmul" and np.isclose(sum(row["kind_shares"].values()), 1.0)
 
 
+def test_the_interval_takes_the_spread_of_the_pooled_statistic_not_of_one_round():
+    """A primitive's cost pools its repeats over the rounds kept: its round-to-round spread, divided by
+    the square root of their number, is what the pooled cost can be off by (a profile that does not say
+    how many: one round's, as before)."""
+    profile = synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e9)
+    profile = dataclasses.replace(profile, spread_rel={"matmul": 0.4})
+
+    def width(p):
+        row = predict_module(nn.Linear(64, 64), sample_shape=(64,), batch_sizes=(8,), profiles=[p]).iloc[0]
+        return row["latency_high_s"] / row["latency_s"] - 1
+
+    one_round = width(profile)
+    assert 0.3 < one_round <= 0.4  # the matmul's share of the step (most of it) times its spread
+    pooled = width(dataclasses.replace(profile, meta={"rounds_kept": 4}))
+    assert pooled == pytest.approx(one_round / 2)
+    floor = width(dataclasses.replace(profile, meta={"rounds_kept": 4}, noise_floor_rel=0.25))
+    assert floor == pytest.approx(0.25)  # the noise floor where it is wider
+
+
 def test_a_synchronised_gpu_step_pays_each_familys_host_floor_and_the_step_sync():
     """On a GPU a cuBLAS product costs the host its family's floor (the queued calibration's time at
     the smallest size), more than an elementwise launch; the step adds step_sync_s where the profile

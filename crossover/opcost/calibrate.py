@@ -59,6 +59,7 @@ from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARA
 from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
+from .reduction_curves import OWN_CURVE_FAMILIES, own_curve_name
 from .reuse import REUSE, fit_reuse
 from .short_rows import calibrated_lanes
 from .thread_starts import THREAD_START, fit_thread_start
@@ -452,6 +453,10 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
         curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
                                    [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])
+        if family in OWN_CURVE_FAMILIES:  # each row-wise primitive on its own curve too (.reduction_curves)
+            for primitive in sorted({r["name"] for _, _, r in items}):
+                own = [(float(r["x"]), max(s - beyond, 0.5 * s)) for s, _, r in items if r["name"] == primitive]
+                curves[own_curve_name(family, primitive)] = Curve.fit(*zip(*own))
     if device == "cpu":  # attention per (batch, head) pair, forward and backward; state read back (reuse)
         curves.update(head_curves(families), **{REUSE: c for c in [fit_reuse(families)] if c is not None})
     hot = grids["matmul"]
@@ -474,7 +479,9 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
     spread["view"] = spread.get("overhead", 0.0)
     checks = [s / hot(int(r["m"]), int(r["k"]) * int(r["n"])) - 1 for s, _, r in families.get("matmul_check", [])]
-    extra = dict(meta or {}, drifted_rounds=sorted(drifted), **calibrated_lanes(families),  # softmax's vector floats
+    kept_rounds = len({row["round"] for row in rows if not row["reference"]} - set(drifted))
+    extra = dict(meta or {}, drifted_rounds=sorted(drifted), rounds_kept=kept_rounds,
+                 **calibrated_lanes(families),  # softmax's vector floats
                  **({"conv_kn": BLOCKED_KN} if device == "cpu" else {}))
     if checks:
         extra["matmul_check_error_rel"] = {"median": float(np.median(np.abs(checks))),

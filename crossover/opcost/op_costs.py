@@ -24,7 +24,8 @@ what bounds it. How each kind is costed:
   a backward op costs 2.5 forwards).
 - ``elementwise``, ``reduction``, ``copy``, ``optimizer``, pooling (its own curves, forward and backward: CPU
   max-pooling runs far below the bandwidth) and known ops of kind ``other`` (random numbers, loss gradients, gathers):
-  seconds against bytes moved, the bandwidth curve whose floor is the dispatch cost.
+  seconds against bytes moved, the bandwidth curve whose floor is the dispatch cost; a sum, mean, softmax or layer
+  norm on its own primitive's curve (:mod:`.reduction_curves`).
 - ``view`` and ops that launch nothing: the calibrated view cost on the host, nothing on the device.
 - Fused ops that run several kernels inside (``_transformer_encoder_layer_fwd``, ``_native_multi_head_attention``, the
   ``nn.TransformerEncoderLayer``/``nn.MultiheadAttention`` fast path of inference): the sum of the kernels PyTorch's
@@ -57,6 +58,7 @@ from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
 from .recurrent_layers import recurrent_train_cost
+from .reduction_curves import mean_division_s, own_curve
 from .short_rows import SHORT_ROWS, SUBVECTOR_WARN_FLOATS, over_row_length, subvector_family, subvector_warning
 from .streaming import in_stream
 from .trace import op_name, row_args, row_element_size
@@ -389,7 +391,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
         return None if curve is None or x <= 0 else curve(x)
     curve_name = "elementwise" if family == "optimizer" else family
     fallback = {"rng": "elementwise", "pool": "reduction", "pool_backward": "elementwise"}.get(family)
-    curve = profile.curves.get(curve_name) or (profile.curves.get(fallback) if fallback else None)
+    curve = (own_curve(profile, family, row)  # an op the plan timed on its own (.reduction_curves)
+             or profile.curves.get(curve_name) or (profile.curves.get(fallback) if fallback else None))
     if family == "elementwise":  # an activation timed on its own (tanh, GELU, ...), not as a ReLU of its bytes
         curve = activation_curve(profile, row) or curve
     if curve is None:
@@ -399,20 +402,8 @@ def _curve_time(profile: Profile, family: str, row: Mapping, name: str, cold: bo
     if family == "optimizer":  # a _foreach_ op loops over its tensors (one pair per parameter)
         extra = max(0, len(row.get("input_shapes") or ()) // 2 - 1) * profile.overhead("dispatch_s")
     if family == "reduction" and name == "mean" and profile.device == "cpu":
-        extra = _mean_division_s(profile, row)
+        extra = mean_division_s(profile, row)
     return curve(max(moved, 1.0)) + extra
-
-
-def _mean_division_s(profile: Profile, row: Mapping) -> float:
-    """What a CPU's ``mean`` pays beyond the sum the reduction curve costs: ATen's CPU kernel sums, then
-    divides the result in place (``sum_out(...).div_(n)``, a kernel of its own); costed as an
-    elementwise op over the output (read and written), at least a dispatch. On the Intel VM at one
-    thread a mean over one image's 64 planes of 8 × 8 took 3.5 µs alone against 1.7 costed as its sum
-    (``experiments/bench_layer_costs.py``, its log in ``experiments/results/intel-xeon-2c/logs``)."""
-    e = row_element_size(row)
-    out_bytes = 2.0 * e * sum(_prod(s) for s in row.get("output_shapes") or ())
-    curve = profile.curves.get("elementwise")
-    return max(profile.overhead("dispatch_s"), curve(max(out_bytes, 1.0)) if curve is not None else 0.0)
 
 
 def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bool = False) -> OpCost:
