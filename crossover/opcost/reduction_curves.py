@@ -7,13 +7,13 @@ curve of seconds against bytes through all of them, an op paid the other ops' ra
 norm does more per byte than a sum (two passes, a mean and an inverse deviation written per row) and
 calls more code. On the Intel VM at one thread (sitting 1129a's calibration) over 4 rows of 256 a layer
 norm took 3.74 µs, a softmax 2.02 and a sum 2.42; the shared curve costed the held-out reference
-``norm_mlp``'s one-row layer norm at 2.21 µs, and its forward passes read 12-15% under their
+``norm_mlp``'s one-row layer norm at 2.21 µs, and its forward passes read 11-15% under their
 measurement at both batch sizes and both thread counts over the VM's 39 quick calibrations of
 1128t-1129a, the reference forward steps' most frequent miss.
 
 Each timed primitive gets its own curve (``reduction:layer_norm``, ``reduction_short:softmax``, ...) beside
 the family's shared one, and an op the plan timed is costed on its primitive's: ``sum`` and ``mean``
-(whose division :mod:`crossover.opcost.op_costs` adds) on the sum's, the softmaxes on the softmax's, a
+(whose division :func:`mean_division_s` adds) on the sum's, the softmaxes on the softmax's, a
 forward layer norm on the layer norm's. Other reductions (``amax``, ``var``, a layer norm's backward, ...)
 keep the shared curve; so does a profile from before the split.
 """
