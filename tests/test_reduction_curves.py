@@ -12,14 +12,9 @@ from crossover.opcost.op_costs import op_cost
 from crossover.opcost.profiles import Curve, synthetic_profile
 from crossover.opcost.reduction_curves import own_curve_name
 from crossover.opcost.trace import trace_module
+from test_calibrate import _row
 
 US = 1e-6
-
-
-def _row(name, seconds, *, n=0, family="overhead", m=0, k=0, x=0.0, round_=0, reference=False):
-    return dict(round=round_, sequence=0, reference=reference, key=f"{family}/{name}/{m}x{k}x{n}/False/{x}",
-                family=family, name=name, m=m, k=k, n=k if family == "matmul" else n, x=x, cold=False, shape="",
-                median_s=seconds, calls_per_repeat=1, raw_times_s=";".join([repr(seconds)] * 3))
 
 
 def _visits(reductions):

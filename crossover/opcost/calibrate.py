@@ -451,11 +451,11 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs
             items = [item for item in items if _shape(item[2])[1] == CPU_RNN_STEPS and item[2]["name"] == "gru"]
         per_call = CHAIN_OPS if family == CHAIN_FAMILY else 1  # the chain's curve: seconds per ReLU
-        curves[family] = Curve.fit([float(r["x"]) for _, _, r in items],
-                                   [max(s - beyond, 0.5 * s) / per_call for s, _, _ in items])
+        points = [(float(r["x"]), max(s - beyond, 0.5 * s) / per_call, r["name"]) for s, _, r in items]
+        curves[family] = Curve.fit([x for x, _, _ in points], [t for _, t, _ in points])
         if family in OWN_CURVE_FAMILIES:  # each row-wise primitive on its own curve too (.reduction_curves)
-            for primitive in sorted({r["name"] for _, _, r in items}):
-                own = [(float(r["x"]), max(s - beyond, 0.5 * s)) for s, _, r in items if r["name"] == primitive]
+            for primitive in sorted({name for _, _, name in points}):
+                own = [(x, t) for x, t, name in points if name == primitive]
                 curves[own_curve_name(family, primitive)] = Curve.fit(*zip(*own))
     if device == "cpu":  # attention per (batch, head) pair, forward and backward; state read back (reuse)
         curves.update(head_curves(families), **{REUSE: c for c in [fit_reuse(families)] if c is not None})
