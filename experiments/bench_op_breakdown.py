@@ -2,6 +2,7 @@
 under ``torch.profiler``, and the step without the profiler.
 
     python experiments/bench_op_breakdown.py lenet5 --workload forward --batch-size 1 [--profile DIR]
+    python experiments/bench_op_breakdown.py reference:cnn --workload train --batch-size 1 --profile DIR
 
 The prediction is the calibration profile's cost of each traced op in isolation
 (``crossover.opcost.op_costs.op_cost``, summed per aten op name); the measurement runs the same step
@@ -74,7 +75,8 @@ def step_p10_s(step, blocks: int = 30, per_block: int = 20) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help="a model of --zoo (e.g. lenet5, mnist_mlp)")
+    parser.add_argument("model", help="a model of --zoo (e.g. lenet5, mnist_mlp), or reference:NAME for a "
+                                      "calibration reference model (reference:cnn)")
     parser.add_argument("--zoo", type=Path, default=ZOO, help="folder of model modules (default: experiments/zoo)")
     parser.add_argument("--workload", choices=("forward", "train"), default="forward")
     parser.add_argument("--batch-size", type=int, default=1)
@@ -82,8 +84,13 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=200, help="steps under the profiler (default 200)")
     parser.add_argument("--top", type=int, default=20, help="ops listed (default 20)")
     args = parser.parse_args(argv)
+    from crossover.opcost.reference_models import REFERENCE_MODELS, reference_model
+
+    reference = args.model.partition("reference:")[2]
     path = args.zoo / f"{args.model}.py"
-    if not path.exists():
+    if reference and reference not in REFERENCE_MODELS:
+        parser.error(f"no reference model {reference!r}; expected one of {', '.join(REFERENCE_MODELS)}")
+    if not reference and not path.exists():
         parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
     import torch
 
@@ -91,11 +98,14 @@ def main(argv=None) -> int:
     profile = load_profile(args.profile or shipped_profiles_dir() / machine_label())
     if profile.threads:  # measured at the threads the profile was calibrated at
         torch.set_num_threads(profile.threads)
-    factory = load_factory(f"{path}:model")
-    shape = tuple(factory.__globals__["INPUT_SHAPE"])
-    dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))  # the embedding bag's ids: long
-    torch.manual_seed(0)
-    model = factory()
+    if reference:
+        shape, dtype, model = REFERENCE_MODELS[reference], torch.float32, reference_model(reference)
+    else:
+        factory = load_factory(f"{path}:model")
+        shape = tuple(factory.__globals__["INPUT_SHAPE"])
+        dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))  # the embedding bag's ids: long
+        torch.manual_seed(0)
+        model = factory()
     predicted, count = predicted_by_op(profile, model, shape, args.batch_size, args.workload, dtype)
     from crossover.measurement.allocator import settle_allocator
 

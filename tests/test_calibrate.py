@@ -162,7 +162,7 @@ def test_calibrate_cli(cli_in_process, tmp_path):
     assert_clean_error(cli_in_process("calibrate", "--smoke", "--out", out), "already holds a profile")
     text = cli_in_process("calibrate", "--smoke", "--rounds", 1, "--out", out, "--force", "--quiet")
     assert text.returncode == 0 and "inside a model (fitted on the reference models)" in text.stdout
-    assert "per host event; page faults" in text.stdout
+    assert "per host event, " in text.stdout and "per convolution of a training step; page faults" in text.stdout
     if not torch.cuda.is_available():
         assert_clean_error(cli_in_process("calibrate", "--device", "cuda", "--out", tmp_path / "gpu"), "CUDA is not available")
 

@@ -54,6 +54,24 @@ def test_views_module_calls_and_training_overheads_add_up():
     assert frame["latency_s"].iloc[0] == pytest.approx(10 * US * n_train + 5 * US + 7 * US + 4 * 3 * US, rel=1e-9)
 
 
+def test_a_training_step_pays_conv_train_s_per_forward_convolution_and_a_forward_pass_does_not():
+    """Two convolutions (LeNet-style): the training step rises by two prices, the forward pass and an MLP's
+    training step by nothing."""
+    cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.Flatten(),
+                        nn.Linear(8 * 8 * 8, 10))
+    base, priced = synthetic_profile(dispatch_s=2 * US), synthetic_profile(dispatch_s=2 * US, conv_train_s=50 * US)
+
+    def latency(model, shape, profile, workload):
+        return predict_module(model, sample_shape=shape, batch_sizes=(1,), profiles=[profile],
+                              workload=workload)["latency_s"].iloc[0]
+
+    gap = latency(cnn, (3, 8, 8), priced, "train") - latency(cnn, (3, 8, 8), base, "train")
+    assert gap == pytest.approx(2 * 50 * US, rel=1e-9)
+    assert latency(cnn, (3, 8, 8), priced, "forward") == pytest.approx(latency(cnn, (3, 8, 8), base, "forward"))
+    assert latency(mnist_mlp(), (1, 28, 28), priced, "train") == pytest.approx(
+        latency(mnist_mlp(), (1, 28, 28), base, "train"))
+
+
 def test_bandwidth_and_flop_rate_compose_per_op():
     profile = synthetic_profile(dispatch_s=1 * US, flop_rate=1e10, bandwidth=1e9)
     relu = {"op": "aten.relu.default", "kind": "elementwise", "input_shapes": ((1000,),), "output_shapes": ((1000,),),

@@ -86,7 +86,7 @@ def test_a_many_thread_profile_from_before_the_primitive_says_what_it_leaves_out
 
 
 def _train_step(measured_s, bare_s, autograd_s, starts):
-    features = (autograd_s, 0.0, 0.0, 0.0, starts)
+    features = (autograd_s, 0.0, 0.0, 0.0, starts, 0)
     return (measured_s, bare_s, features, dict(model="mlp", workload="train", batch_size=1), None)
 
 
@@ -99,6 +99,19 @@ def test_the_composition_fits_the_price_where_the_calibration_has_no_primitive()
     assert coef["thread_start_s"] == pytest.approx(40 * US, rel=1e-6)
     assert coef["train_host_extra"] == pytest.approx(0.5, rel=1e-6)
     assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cpu", measured_starts=True)))["thread_start_s"] == 0.0
+
+
+def test_the_composition_tells_a_price_per_convolution_from_the_autograd_scale():
+    """Training steps whose gaps are 0.5 × their autograd plus 70 µs per forward convolution (two in the CNN
+    kinds, none in the MLP's): both recovered, the convolutions' gap not taken for autograd."""
+    cases = [(80 * US, 90 * US, 0), (900 * US, 92 * US, 0), (340 * US, 95 * US, 2), (6000 * US, 97 * US, 2),
+             (600 * US, 96 * US, 2)]
+    steps = [(bare + 0.5 * autograd + n * 70 * US, bare, (autograd, 0.0, 0.0, 0.0, 0.0, n),
+              dict(model="cnn" if n else "mlp", workload="train", batch_size=1), None) for bare, autograd, n in cases]
+    coef = dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cpu", measured_starts=True)))
+    assert coef["conv_train_s"] == pytest.approx(70 * US, rel=1e-6)
+    assert coef["train_host_extra"] == pytest.approx(0.5, rel=1e-6)
+    assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cuda")))["conv_train_s"] == 0.0  # a GPU: host terms only
 
 
 @linux

@@ -275,7 +275,7 @@ def _cmd_calibrate(args) -> int:
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
-              f"host event; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
+              f"host event, {format_seconds(o.get('conv_train_s', 0.0))} per convolution of a training step; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how}); at {INTERVAL_COVERAGE:.0%} a new model's "
               f"interval, +/-{profile.interval_for(False):.1%} for a forward pass, "
               f"+/-{profile.interval_for(True):.1%} for a training step")

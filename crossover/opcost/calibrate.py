@@ -29,8 +29,8 @@ are timed whole, forward and training step, and ``event_s`` (per host event: op,
 that calibrated it: on the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
 ``bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the same one repeated alone:
 LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
-memory-bound ops; its convolutions' calibration already runs high) are fitted to what the primitives leave unexplained
-on two of them, the others predicted unseen (non-negative least squares of the relative residuals; on a GPU only the
+memory-bound ops) and ``conv_train_s`` (per forward convolution of a training step: :mod:`.composition`) are fitted
+to what the primitives leave unexplained on three of them, the others predicted unseen (non-negative least squares of the relative residuals; on a GPU only the
 host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
 
 On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls

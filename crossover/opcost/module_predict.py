@@ -15,7 +15,8 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
   cost the calibration measures with a primitive of its own), and for a training step
   autograd's recording per forward op, the backward engine (once and per backward op) and the
   optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
-  real step than in the calibration's tight loops; fitted on reference models);
+  real step than in the calibration's tight loops; fitted on reference models), and ``conv_train_s`` per
+  forward convolution (a convolution costs a training step more than its primitives: fitted alike);
 - on a GPU, a synchronised step (one request served, what ``measure`` times):
   ``max(host time, device kernel time) + step_sync_s``, where the host time is per op its family's
   host floor (:func:`crossover.opcost.op_costs.op_cost`: what a tiny op of the family costs the host,
@@ -183,6 +184,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     host = device = floors = memory = compute = 0.0
     launches = flops = moved = 0
     fresh = conv_forward = backward_kernels = uncovered = 0.0
+    convolutions = 0  # forward convolutions: a training step pays conv_train_s for each (.composition)
     by_kind, by_family, costs, warnings = defaultdict(float), defaultdict(float), [], []
     phase_ops = defaultdict(int)
     inference = not any(row.get("phase") in ("backward", "optimizer") for row in rows)
@@ -215,6 +217,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         by_family[cost.family] += time_s
         if cost.launches:
             phase_ops[row.get("phase", "forward")] += 1
+        convolutions += row.get("phase", "forward") == "forward" and op_name(row.get("op", "")) == "convolution"
         costs.append((time_s, row, cost))
         uncovered += time_s if cost.warning and not on_gpu else 0.0
         if cost.warning and cost.warning not in warnings:
@@ -228,7 +231,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                                + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
                                + n_params * o("optimizer_param_s"))
         autograd = autograd_calibrated * (1.0 + profile.train_host_extra)
-        overhead += autograd
+        overhead += autograd + convolutions * o("conv_train_s")
     host += overhead
     # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the
     # host's work between ops as the primitives cost it, without the composition terms (fitted after
@@ -284,7 +287,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                 autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, thread_starts=thread_starts,
                 thread_starts_s=starts_s, reuse_s=state_s,
                 footprint_bytes=footprint, conv_forward_s=conv_forward,
-                backward_kernels_s=backward_kernels,
+                backward_kernels_s=backward_kernels, conv_trains=convolutions if train else 0,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],
                 bound=max(shares, key=shares.get),
