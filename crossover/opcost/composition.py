@@ -72,11 +72,11 @@ def _reference_steps(profile: Profile, models) -> list:
 #: took 1.5-2 times what their primitives cost them, forward and backward, under the profiler
 #: (``bench_op_breakdown_reference_train_b1_1129_t1.log``), a gap of 324 µs in the small CNN's batch-1 step
 #: against 146 µs in the plain MLP's, whose autograd work is as large: one scale of autograd could not fit
-#: both (it fitted 1.3-1.9 on the VM at one thread, and read the MNIST MLP's batch-1 training step 21-41% high in
-#: every sitting). Chosen on the reference steps: over the VM's 47 quick calibrations of 1128t-1129e the
+#: both (it fitted 0.85-2.23 on the VM at one thread, and read the MNIST MLP's batch-1 training step 21-41% high
+#: in every sitting). Chosen on the reference steps: over the VM's 47 quick calibrations of 1128t-1129e the
 #: training steps' 80% leave-one-out error went from a median 30.8% to 24.9% (better in 37, worse in 9), the
 #: held-out kinds' median 10.8% to 11.3% (the deep MLP better, the normalised one worse:
-#: ``composition_conv_train_1129_{before,after}.log``); it read 37-94 µs a convolution.
+#: ``composition_conv_train_1129_{before,after}.log``); it read 37-145 µs a convolution.
 COMPOSITION_TERMS = ("train_host_extra", "event_s", "conv_forward_extra", "backward_extra", "thread_start_s",
                      "conv_train_s")
 #: The share of new models' measurements a prediction interval is meant to hold: its half-width is the
