@@ -18,6 +18,7 @@ Each leaf module's forward is timed with a pre- and a post-forward hook (a few h
 Medians of ``--steps`` steps after ``--warmup``. Run it on a quiet machine.
 
     python experiments/bench_train_phases.py cnn --batch-size 1 --threads 1
+    python experiments/bench_train_phases.py zoo:mnist_mlp --batch-size 8 --threads 2
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -33,12 +35,19 @@ def main(argv=None) -> int:
     from crossover.opcost.reference_models import REFERENCE_MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", choices=sorted(REFERENCE_MODELS), help="a reference model")
+    parser.add_argument("model", help=f"a reference model ({', '.join(sorted(REFERENCE_MODELS))}), or zoo:NAME for "
+                                      "a model of experiments/zoo with a float input (zoo:mnist_mlp)")
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--steps", type=int, default=2500)
     args = parser.parse_args(argv)
+    zoo_name = args.model.partition("zoo:")[2]
+    zoo_path = Path(__file__).resolve().parent / "zoo" / f"{zoo_name}.py"
+    if zoo_name and not zoo_path.exists():
+        parser.error(f"no zoo model {zoo_name!r} ({zoo_path} does not exist)")
+    if not zoo_name and args.model not in REFERENCE_MODELS:
+        parser.error(f"unknown reference model {args.model!r}; expected one of {', '.join(sorted(REFERENCE_MODELS))}")
 
     import torch
 
@@ -46,8 +55,14 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = reference_model(args.model)
-    x = torch.randn(args.batch_size, *REFERENCE_MODELS[args.model])
+    if zoo_name:
+        from crossover.measurement.user_module import load_factory
+
+        factory = load_factory(f"{zoo_path}:model")
+        model, shape = factory(), tuple(factory.__globals__["INPUT_SHAPE"])
+    else:
+        model, shape = reference_model(args.model), REFERENCE_MODELS[args.model]
+    x = torch.randn(args.batch_size, *shape)
     y = torch.randint(0, 10, (args.batch_size,))
     loss_fn = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
