@@ -216,10 +216,11 @@ def test_composition_fit_recovers_known_factors():
     base = synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
                              grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
                              optimizer_step_s=15 * US, optimizer_param_s=1 * US)
-    truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=0.8 * US), train_host_extra=1.5,
-                                conv_forward_extra=0.25, backward_extra=0.3)
+    truth = dataclasses.replace(base, overheads=dict(base.overheads, event_s=0.8 * US, conv_train_s=40 * US),
+                                train_host_extra=1.5, conv_forward_extra=0.25, backward_extra=0.3)
     models = [(step["latency_s"], row) for step, row in _reference_steps_of(truth)]
     fitted = with_composition(base, models)
+    assert fitted.overheads["conv_train_s"] == pytest.approx(40 * US, rel=1e-6)
     assert fitted.train_host_extra == pytest.approx(1.5, rel=1e-6)
     assert fitted.conv_forward_extra == pytest.approx(0.25, rel=1e-6)
     assert fitted.backward_extra == pytest.approx(0.3, rel=1e-6)
@@ -227,7 +228,8 @@ def test_composition_fit_recovers_known_factors():
     # the report's features are what the terms scale: each step's gap over its uncorrected cost is theirs
     for line in fitted.meta["reference_models"]:
         f = line["features"]
-        gap = 1.5 * f["autograd_s"] + 0.8 * US * f["host_events"] + 0.25 * f["conv_forward_s"] + 0.3 * f["backward_kernels_s"]
+        gap = (1.5 * f["autograd_s"] + 0.8 * US * f["host_events"] + 0.25 * f["conv_forward_s"]
+               + 0.3 * f["backward_kernels_s"] + 40 * US * f["conv_trains"])
         assert line["measured_s"] - line["uncorrected_s"] == pytest.approx(gap, rel=1e-6, abs=1e-12)
 
 

@@ -114,6 +114,23 @@ def test_the_composition_tells_a_price_per_convolution_from_the_autograd_scale()
     assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cuda")))["conv_train_s"] == 0.0  # a GPU: host terms only
 
 
+def test_the_price_per_convolution_is_not_fitted_beside_a_fitted_start_price_in_any_refit():
+    """Where no primitive prices a thread start and the training steps start threads, ``conv_train_s`` is left out
+    of the whole fit and of every leave-one-out refit, even one that leaves out the only step starting threads;
+    with a measured start price it is fitted."""
+    from crossover.opcost.composition import conv_train_unfitted
+
+    cases = [(80 * US, 90 * US, 8.0, 0), (900 * US, 92 * US, 0.0, 0), (340 * US, 95 * US, 0.0, 2),
+             (6000 * US, 97 * US, 0.0, 2), (600 * US, 96 * US, 0.0, 2)]
+    steps = [(bare + 0.5 * autograd + n * 40 * US + c * 70 * US, bare, (autograd, 0.0, 0.0, 0.0, n, c),
+              dict(model="cnn" if c else "mlp", workload="train", batch_size=1), None) for bare, autograd, n, c in cases]
+    assert conv_train_unfitted(steps, measured_starts=False) and not conv_train_unfitted(steps, measured_starts=True)
+    assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps, "cpu")))["conv_train_s"] == 0.0
+    refit = dict(zip(COMPOSITION_TERMS, _fit_terms(steps[1:], "cpu", conv_unfitted=True)))  # no step starts threads
+    assert refit["conv_train_s"] == 0.0
+    assert dict(zip(COMPOSITION_TERMS, _fit_terms(steps[1:], "cpu")))["conv_train_s"] > 0.0  # left to itself
+
+
 @linux
 def test_a_batch_1_training_step_starts_threads_at_16_and_the_callers_model_is_untouched():
     """The MNIST MLP's shape: MKL runs its batch-1 weight gradient, a rank-1 product, on a few threads and

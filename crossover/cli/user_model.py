@@ -272,10 +272,13 @@ def _cmd_calibrate(args) -> int:
         references = profile.meta.get("reference_models") or [{}]
         how = "leave-one-out" if "leave_one_out_error" in references[0] else "in-sample: too few to leave one out"
         how += ", and unseen kinds" if any(r.get("held_out") for r in references) else ""
+        unfitted = (profile.meta.get("composition_unfitted") or {}).get("conv_train_s")
+        conv_train = (f"{format_seconds(o.get('conv_train_s', 0.0))} per convolution of a training step"
+                      + (f" (not fitted: {unfitted})" if unfitted else ""))
         print(f"  inside a model (fitted on the reference models): training-step host work "
               f"x{1 + profile.train_host_extra:.2f}, forward convolutions x{1 + profile.conv_forward_extra:.2f}, "
               f"backward kernels x{1 + profile.backward_extra:.2f}, {format_seconds(o.get('event_s', 0.0))} per "
-              f"host event, {format_seconds(o.get('conv_train_s', 0.0))} per convolution of a training step; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
+              f"host event, {conv_train}; page faults {format_seconds(o.get('fresh_byte_s', 0.0))}/B; reference steps predicted "
               f"within {profile.model_error_rel:.1%} (median, {how}); at {INTERVAL_COVERAGE:.0%} a new model's "
               f"interval, +/-{profile.interval_for(False):.1%} for a forward pass, "
               f"+/-{profile.interval_for(True):.1%} for a training step")

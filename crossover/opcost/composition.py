@@ -2,7 +2,7 @@
 
 The calibration times five generic reference models whole (:data:`REFERENCE_MODELS
 <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's), fits the
-:data:`COMPOSITION_TERMS` to what the primitives leave unexplained on two of them
+:data:`COMPOSITION_TERMS` to what the primitives leave unexplained on three of them
 (:data:`FIT_REFERENCES`: the plain MLP and the two CNNs) and predicts the others with them, unseen: a prediction's interval is the
 error of both kinds (see :mod:`crossover.opcost.calibrate` for what each term stands for, and on a GPU
 the synchronised steps).
@@ -22,6 +22,8 @@ one width for both put every forward pass in an interval as wide as a training s
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .profiles import Profile
@@ -31,9 +33,10 @@ __all__ = ["COMPOSITION_TERMS", "FORWARD_TERMS", "TRAIN_TERMS", "INTERVAL_COVERA
 
 
 def _reference_steps(profile: Profile, models) -> list:
-    """Per reference-model visit: (measured s, predicted s without the composition terms, (autograd and
-    optimizer host seconds, host events, forward convolution seconds, backward kernel seconds), label,
-    a function of a profile giving its predicted s)."""
+    """Per reference-model visit: (measured s, predicted s without the composition terms, its
+    :data:`FEATURES` (autograd and optimizer host seconds, host events, forward convolution seconds, backward
+    kernel seconds, threads started, forward convolutions of a training step), label, a function of a profile
+    giving its predicted s)."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import costed_rows, host_events, step_prediction, trace_step
     from .thread_starts import counts_thread_starts, module_thread_starts
@@ -127,7 +130,8 @@ def prices_thread_starts(profile: Profile) -> bool:
 
 
 #: The terms a forward step's residual fits (host events, forward convolutions) and those a training
-#: step's residual fits beside them (its autograd and optimizer host work, its backward kernels).
+#: step's residual fits beside them (its autograd and optimizer host work, its backward kernels, the threads
+#: it starts where no primitive prices a start, its forward convolutions).
 FORWARD_TERMS = ("event_s", "conv_forward_extra")
 TRAIN_TERMS = ("train_host_extra", "backward_extra", "thread_start_s", "conv_train_s")
 #: On a GPU only the host terms: its step is ``max(host, device)``, and the additive form holds for
@@ -149,15 +153,23 @@ def _nnls_terms(steps, names, fixed) -> dict:
     return dict(zip(names, map(float, nnls(design, target)[0])))
 
 
-def _fit_terms(steps, device: str, measured_starts: bool = False) -> np.ndarray:
+def conv_train_unfitted(steps, measured_starts: bool) -> bool:
+    """Whether ``conv_train_s`` is left out of the fit (:data:`CONV_TRAIN_UNFITTED`): no primitive prices a
+    thread start and a training step of ``steps`` starts threads."""
+    starts = FEATURES.index("thread_starts")
+    return not measured_starts and any(step[2][starts] for step in steps if step[3]["workload"] != "forward")
+
+
+def _fit_terms(steps, device: str, measured_starts: bool = False, conv_unfitted: Optional[bool] = None) -> np.ndarray:
     """The composition terms in two stages: the forward terms on the forward steps alone, then the
     training terms on the training steps' residual that the forward terms leave (a training step runs a
     forward pass; the forward terms are not refitted to make up for its autograd). On a GPU only
-    :data:`GPU_TERMS`."""
+    :data:`GPU_TERMS`. ``conv_unfitted`` (default: :func:`conv_train_unfitted` of ``steps``) is decided
+    once on the whole fit, so that a leave-one-out refit fits the same terms."""
     allowed = set(GPU_TERMS) if device == "cuda" else set(COMPOSITION_TERMS) - ({"thread_start_s"} if measured_starts else set())
     forward = [step for step in steps if step[3]["workload"] == "forward"]
     train = [step for step in steps if step[3]["workload"] != "forward"]
-    if "thread_start_s" in allowed and any(step[2][4] for step in train):  # see CONV_TRAIN_UNFITTED
+    if conv_train_unfitted(steps, measured_starts) if conv_unfitted is None else conv_unfitted:
         allowed.discard("conv_train_s")
     coef = _nnls_terms(forward, [n for n in FORWARD_TERMS if n in allowed], {})
     coef.update(_nnls_terms(train, [n for n in TRAIN_TERMS if n in allowed], coef))
@@ -176,8 +188,9 @@ def with_composition(profile: Profile, models) -> Profile:
     ``train_interval_rel``."""
     every = _reference_steps(profile, models)
     steps = [step for step in every if step[3]["model"] in FIT_REFERENCES]
-    measured = prices_thread_starts(profile)
-    coef = _fit_terms(steps, profile.device, measured)
+    priced = prices_thread_starts(profile)
+    unfitted = profile.device == "cpu" and conv_train_unfitted(steps, priced)
+    coef = _fit_terms(steps, profile.device, priced, unfitted)
     fitted = _with_terms(profile, coef)
     loo = len(steps) > len(COMPOSITION_TERMS) + 1
     report, errors = [], []
@@ -185,8 +198,8 @@ def with_composition(profile: Profile, models) -> Profile:
         predicted = predict(fitted)
         line = dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
                     uncorrected_s=base, features=_feature_values(features))
-        if loo:
-            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device, measured))
+        if loo:  # the same terms as the whole fit (a step's own seconds are not the thread-start flag)
+            others = _with_terms(profile, _fit_terms(steps[:i] + steps[i + 1:], profile.device, priced, unfitted))
             line["leave_one_out_error"] = predict(others) / measured - 1
         errors.append(line["leave_one_out_error"] if loo else line["error"])
         report.append(line)
@@ -195,7 +208,8 @@ def with_composition(profile: Profile, models) -> Profile:
         report.append(dict(**label, measured_s=measured, predicted_s=predicted, error=predicted / measured - 1,
                            uncorrected_s=base, features=_feature_values(features), held_out=True))
         errors.append(report[-1]["error"])
-    meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))))
+    meta = dict(profile.meta, reference_models=report, composition_fit=dict(zip(COMPOSITION_TERMS, map(float, coef))),
+                **({"composition_unfitted": {"conv_train_s": CONV_TRAIN_UNFITTED}} if unfitted else {}))
     error = float(np.median(np.abs(errors))) if errors else 0.0
     intervals = {workload: _quantile([e for e, line in zip(errors, report) if (line["workload"] == "forward") == forward])
                  for workload, forward in (("forward", True), ("train", False))}

@@ -164,8 +164,10 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
     dict
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
         ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
-        of the step's fresh buffers), ``autograd_s`` (of it, a training step's
-        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``wake_s`` and
+        of the step's fresh buffers, and a training step's ``conv_train_s`` per forward convolution, every
+        kind: ``conv_trains`` of them), ``autograd_s`` (of it, a training step's
+        autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``thread_starts`` and
+        ``thread_starts_s``, ``wake_s`` and
         ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`), ``reuse_s``
         and ``footprint_bytes`` (its weights and gradients read back from the shared cache, :mod:`.reuse`),
         ``conv_forward_s`` and ``backward_kernels_s`` (the calibrated time beyond the floors of the forward
@@ -231,7 +233,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                                + phase_ops.get("backward", 0) * o("backward_op_s") + o("optimizer_step_s")
                                + n_params * o("optimizer_param_s"))
         autograd = autograd_calibrated * (1.0 + profile.train_host_extra)
-        overhead += autograd + convolutions * o("conv_train_s")
+        overhead += autograd + (0.0 if on_gpu else convolutions * o("conv_train_s"))  # a GPU's: not fitted
     host += overhead
     # a CPU's parallel ops whose threads fell asleep over the serial work before them (thread_wake); the
     # host's work between ops as the primitives cost it, without the composition terms (fitted after
