@@ -169,7 +169,9 @@ def _fit_terms(steps, device: str, measured_starts: bool = False, conv_unfitted:
     allowed = set(GPU_TERMS) if device == "cuda" else set(COMPOSITION_TERMS) - ({"thread_start_s"} if measured_starts else set())
     forward = [step for step in steps if step[3]["workload"] == "forward"]
     train = [step for step in steps if step[3]["workload"] != "forward"]
-    if conv_train_unfitted(steps, measured_starts) if conv_unfitted is None else conv_unfitted:
+    if conv_unfitted is None:
+        conv_unfitted = conv_train_unfitted(steps, measured_starts)
+    if conv_unfitted:
         allowed.discard("conv_train_s")
     coef = _nnls_terms(forward, [n for n in FORWARD_TERMS if n in allowed], {})
     coef.update(_nnls_terms(train, [n for n in TRAIN_TERMS if n in allowed], coef))
