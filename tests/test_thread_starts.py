@@ -2,6 +2,7 @@
 before it, fitted on the reference steps), and paid by a prediction at the profile's thread count."""
 
 import dataclasses
+import functools
 import sys
 import threading
 
@@ -16,10 +17,24 @@ from crossover.opcost.module_predict import step_prediction, trace_step
 from crossover.opcost.profiles import synthetic_profile
 from crossover.opcost.thread_starts import (NARROW, PAIR, THREAD_START, WIDE, count_thread_starts,
                                             counts_thread_starts, fit_thread_start, module_thread_starts,
-                                            unpriced_warning)
+                                            thread_start_step, unpriced_warning)
 from calibration_rows import US, overhead_rows, row
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/task")
+
+
+@functools.cache
+def narrow_teams_here() -> bool:
+    """Whether this machine's MKL runs the calibration's rank-1 product on a team narrower than 16 threads,
+    so that the wide ReLU after it starts threads: MKL 2024.2 did on the Intel VM (4 of 16 threads), and
+    ran none narrower on the AMD VM, where nothing starts. A library's choice, not this package's: the
+    tests that need such starts check them where the machine makes them."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(16)
+    try:
+        return (count_thread_starts(thread_start_step(PAIR)) or 0.0) > 0
+    finally:
+        torch.set_num_threads(previous)
 
 
 @linux
@@ -139,7 +154,8 @@ def test_a_batch_1_training_step_starts_threads_at_16_and_the_callers_model_is_u
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
     before = [p.detach().clone() for p in model.parameters()]
     threads = torch.get_num_threads()
-    assert module_thread_starts(model, (1, 28, 28), 1, "train", 16) > 0
+    if narrow_teams_here():
+        assert module_thread_starts(model, (1, 28, 28), 1, "train", 16) > 0
     assert module_thread_starts(model, (1, 28, 28), 8, "train", 16) == 0
     assert module_thread_starts(model, (1, 28, 28), 1, "train", 2) == 0
     assert torch.get_num_threads() == threads and not model.training
@@ -155,18 +171,29 @@ def test_the_plan_times_the_pair_above_one_thread_and_each_step_runs():
             found = {p.name: p for p in points(PLANS["quick"], "cpu", 16) if p.family == THREAD_START}
         finally:
             torch.set_num_threads(previous)
-    assert set(found) == {NARROW, WIDE, PAIR} and found[PAIR].x > 0  # MKL's narrow team, then all 16
+    assert set(found) == {NARROW, WIDE, PAIR}
+    assert (found[PAIR].x > 0) == narrow_teams_here()  # MKL's narrow team, then all 16 (where MKL narrows)
     assert not [p for p in points(PLANS["quick"], "cpu", 1) if p.family == THREAD_START]
     for point in found.values():
         make_step(point, "cpu")()
 
 
 @linux
-def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli_in_process, tmp_path):
+def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli_in_process, tmp_path, monkeypatch):
     """``predict --model`` on a 16-thread profile that prices a start: the MNIST MLP's batch-1 training step
-    runs here at 16 threads, its starts are costed and printed; its batch-8 step starts none."""
+    is run at 16 threads to count its starts (here nine, as this machine's libraries may start none), which
+    are costed and printed; its batch-8 step starts none."""
     from conftest import ROOT
+    from crossover.opcost import module_predict
     from crossover.opcost.profiles import write_profile
+
+    counted = []
+
+    def count(model, shape, batch, workload, threads, dtype=None):
+        counted.append((batch, workload, threads))
+        return 9.0 if batch == 1 else 0.0
+
+    monkeypatch.setattr(module_predict, "module_thread_starts", count)
 
     profile = dataclasses.replace(synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e10, machine="many",
                                                     thread_start_s=50 * US), threads=16)
@@ -178,8 +205,8 @@ def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli
     import json
 
     one, eight = json.loads(result.stdout)["devices"]
-    assert one["thread_starts"] > 0 and one["thread_starts_s"] == pytest.approx(one["thread_starts"] * 50 * US)
-    assert eight["thread_starts"] == 0
+    assert one["thread_starts"] == 9 and one["thread_starts_s"] == pytest.approx(9 * 50 * US)
+    assert eight["thread_starts"] == 0 and (1, "train", 16) in counted
     human = cli_in_process("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1",
                            "--profiles", str(tmp_path), "--workload", "train")
     assert "OpenMP threads started a step" in human.stdout

@@ -77,6 +77,10 @@ def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
 NATIVE_UNFOLD = "native_unfold_macs"
 #: The fitted ratio is kept within this range (a degenerate fit: the bounds).
 UNFOLD_MACS_RANGE = (0.0, 256.0)
+#: The product term's least share of the slowest native cell for the fit to read a rate from it: below
+#: it the cells show no product (NNLS on cells of equal seconds left a product term of 1e-16 of them on the
+#: AMD EPYC VM, where the Intel Xeon VM's left exactly zero: a rounding residue, not a rate).
+PRODUCT_SHARE_MIN = 1e-6
 
 
 def native_kn(c_in: int, c_out: int, kernel_pixels: int, unfold_macs: float) -> float:
@@ -122,8 +126,8 @@ def fit_native_unfold(families) -> dict:
         return {}
     weights = 1.0 / np.asarray(seconds)
     coef = nnls(np.asarray(design) * weights[:, None], np.asarray(seconds) * weights)[0]
-    if coef[2] <= 0:
-        return {}
+    if coef[2] * max(row[2] for row in design) <= PRODUCT_SHARE_MIN * max(seconds):
+        return {}  # no product to speak of (a rounding residue of NNLS is no rate: it differs by CPU)
     low, high = UNFOLD_MACS_RANGE
     return {NATIVE_UNFOLD: float(min(max(coef[1] / coef[2], low), high))}
 
