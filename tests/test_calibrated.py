@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from crossover.fit.calibrated_model import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR,
-                                            calibration_for_rows, core_cache_bytes, part_names, toy_parts)
+                                            calibration_for_rows, core_cache_bytes, gemm_layers, part_names, toy_parts)
 from crossover.errors import AnalysisError
-from crossover.fit.latency_models import (CALIBRATED, WARM_LAYER_BYTES, default_models, evaluate, features,
+from crossover.fit.latency_models import (CALIBRATED, CALIBRATED_GPU as CALIBRATED_GPU_NAME, WARM_LAYER_BYTES,
+                                          default_models, evaluate, features,
                                           fit_parameters, model_parameters)
 from crossover.measurement.toy_model import ResidualMLP
 from crossover.opcost.module_predict import step_prediction, trace_step
@@ -82,6 +83,26 @@ def test_a_gpu_steps_host_device_and_sync_parts_are_the_step_costed_at_once(d_mo
 GPU_TRUTH = dict(step_s=30 * US, host_scale=1.3, device_scale=0.8, gemm_layer_s=4 * US)
 
 
+def test_a_gpu_product_on_cublas_one_row_path_pays_no_matrix_matrix_cost():
+    """Up to 8 rows over a weight at most 64 wide a GPU layer pays nothing beyond one row (the H100's
+    ``matmul_host`` cells: +0.2-1.3 µs), from 32 rows or over a 128-wide weight it does; a CPU layer pays
+    from two rows at any width; ``features`` charges the GPU's rule on a CUDA calibration."""
+    from crossover.fit.calibrated_model import GPU_ONE_ROW_PATH_ROWS, GPU_ONE_ROW_PATH_WIDTH
+
+    assert (GPU_ONE_ROW_PATH_ROWS, GPU_ONE_ROW_PATH_WIDTH) == (8, 64)
+    batch = np.array([1, 2, 8, 9, 32, 2, 2])
+    width = np.array([48, 48, 64, 64, 48, 65, 128])
+    assert list(gemm_layers(batch, width, 6, "cuda")) == [0, 0, 0, 6, 6, 6, 6]
+    assert list(gemm_layers(batch, width, 6, "cpu")) == [0, 6, 6, 6, 6, 6, 6]
+    X = features(np.array([48.0, 128.0]), 6.0, 2.0, calibration=gpu_profile())
+    assert list(X.gemm_layers) == [0, 6]
+    with_cost = dict(GPU_TRUTH)
+    without = dict(GPU_TRUTH, gemm_layer_s=0.0)
+    extra = (evaluate(CALIBRATED_GPU_NAME, [with_cost[n] for n in model_parameters(CALIBRATED_GPU_NAME)], X)
+             - evaluate(CALIBRATED_GPU_NAME, [without[n] for n in model_parameters(CALIBRATED_GPU_NAME)], X))
+    assert extra[0] == 0.0 and extra[1] > 0.5 * 6 * GPU_TRUTH["gemm_layer_s"]
+
+
 def test_a_fit_on_gpu_steps_drawn_from_the_calibrated_gpu_model_recovers_its_scales(tmp_path):
     from crossover.fit.latency_models import CALIBRATED_GPU
 
@@ -92,7 +113,7 @@ def test_a_fit_on_gpu_steps_drawn_from_the_calibrated_gpu_model_recovers_its_sca
     d, L, B = (np.array(v, dtype=float) for v in zip(*sizes()))
     X = features(d, L, B, calibration=profile)
     t = evaluate(CALIBRATED_GPU, [GPU_TRUTH[n] for n in model_parameters(CALIBRATED_GPU)], X)
-    host = GPU_TRUTH["host_scale"] * X.host_s + GPU_TRUTH["gemm_layer_s"] * L * (B > 1)
+    host = GPU_TRUTH["host_scale"] * X.host_s + GPU_TRUTH["gemm_layer_s"] * gemm_layers(B, d, L, "cuda")
     device = GPU_TRUTH["device_scale"] * X.device_s
     assert np.all(t >= GPU_TRUTH["step_s"] + X.sync_s + np.maximum(host, device) - 1e-12)  # a smooth max
     assert np.any(host > device) and np.any(device > host)  # both regimes in the data: the scales are identified

@@ -35,7 +35,8 @@ from ..opcost.profiles import PROFILE_NAME, Profile, load_profile, shipped_profi
 from ..results.side_files import side_files
 
 __all__ = ["RUN_CALIBRATION_DIR", "PARTS", "WARMTH", "part_names", "toy_parts", "core_cache_bytes",
-           "calibration_for_rows", "resolve_calibration", "profile_digest", "NEEDS_CALIBRATION"]
+           "calibration_for_rows", "resolve_calibration", "profile_digest", "NEEDS_CALIBRATION", "gemm_layers",
+           "GPU_ONE_ROW_PATH_WIDTH", "GPU_ONE_ROW_PATH_ROWS"]
 
 #: The three parts of a calibrated step.
 PARTS = ("floor", "memory", "compute")
@@ -265,6 +266,40 @@ def calibration_for_rows(frame) -> Optional[Profile]:
     return None
 
 
+#: On a GPU, a product this narrow (weights of at most this many columns and rows) with at most
+#: :data:`GPU_ONE_ROW_PATH_ROWS` rows stays on cuBLAS's one-row host path and pays no matrix-matrix cost.
+#: Read off the bias-free product primitives (``matmul_host``) of the H100's fourth and fifth CUDA
+#: calibrations (medians over one row's): a 64 × 64 weight +0.2-1.3 µs at 2 and 8 rows, +3.7-5.9 µs from
+#: 32 rows on; a 128 × 128 weight +6.0-6.1 µs from 2 rows (``experiments/results/intel-xeon-2c/logs/
+#: gemm_one_row_path_1129.log``).
+GPU_ONE_ROW_PATH_WIDTH = 64
+GPU_ONE_ROW_PATH_ROWS = 8
+
+
+def gemm_layers(batch_size, d_model, n_layers, device: str = "cpu") -> np.ndarray:
+    """The layers of a toy step that pay the matrix-matrix cost (``gemm_layer_s``): every layer once a
+    product has more than one row, except, on a GPU, a product of at most :data:`GPU_ONE_ROW_PATH_ROWS`
+    rows over a weight at most :data:`GPU_ONE_ROW_PATH_WIDTH` wide, which cuBLAS runs on its one-row path.
+
+    Parameters
+    ----------
+    batch_size, d_model, n_layers : array_like
+        The toy's sizes (a product's rows are the batch, its weight ``d_model`` square).
+    device : str
+        The calibration's device (``"cpu"`` or ``"cuda"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Layers per step, broadcast over the sizes.
+    """
+    batch, width = np.asarray(batch_size, dtype=float), np.asarray(d_model, dtype=float)
+    pays = batch > 1
+    if device != "cpu":
+        pays = pays & ~((batch <= GPU_ONE_ROW_PATH_ROWS) & (width <= GPU_ONE_ROW_PATH_WIDTH))
+    return pays * np.asarray(n_layers, dtype=float)
+
+
 def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
     """The ``calibrated-gpu`` model: a synchronised GPU step from its calibrated parts (pure).
 
@@ -277,8 +312,9 @@ def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
     kernel against 7.1 µs calibrated), ``step_s`` what a step pays once beyond the calibration's sync.
 
     ``gemm_layer_s`` is the host's extra per layer once a product has more than one row
-    (``gemm_layers``: the layers at batch > 1), the CPU ``calibrated`` model's term: cuBLAS issues a
-    one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
+    (``gemm_layers``: the layers at batch > 1, less those cuBLAS keeps on its one-row path, at most 8 rows
+    over a weight at most 64 wide: :func:`gemm_layers`), the CPU
+    ``calibrated`` model's term: cuBLAS issues a one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
     calibrations since the H100's fourth visit) reads it on the H100 host: 10.0-10.8 µs a call at one
     row, 13.2-17.2 µs at 2, 32, 128 and 512 rows of a 128² weight (53 µs at 8: another kernel). A
     profile without that grid costs every row count alike; the term then carries the difference, 4.0-5.1

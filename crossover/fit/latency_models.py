@@ -84,7 +84,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_cache_bytes
+from .calibrated_model import NEEDS_CALIBRATION, calibrated_gpu_latency_s, core_cache_bytes, gemm_layers
 from .calibrated_model import smooth_max as _smooth_max
 from ..axes import WORKLOADS
 from ..errors import AnalysisError
@@ -354,8 +354,9 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
         # a layer's weights over the warm size's reference, the share of the cache they turn over, the
         # layers that pay the matrix-matrix cost (see _calibrated)
         X.warm_layers, X.evicted = X.Wl / WARM_LAYER_BYTES, 1 - np.exp(-X.Wl / X.core_cache_bytes)
-        X.gemm_layers = (X.B > 1) * X.L
+        X.gemm_layers = gemm_layers(X.B, X.d, X.L, calibration.device)
     return X
+
 
 
 def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
