@@ -42,11 +42,7 @@ __all__ = ["REUSE", "REUSE_FACTORS", "PROBE_KN", "reuse_points", "reuse_step", "
 #: The family of the reuse primitives (CPU only).
 REUSE = "reuse"
 #: The weight copies' span, in multiples of the profile's private cache bytes (0: one weight, repeated).
-#: Up to 16: on the AMD VM (512 KiB of L2 a core; a 32 MiB L3 shared with the host's other tenants) the
-#: probe at one thread read flat up to 4 (2 MiB of copies: 11.6-13.5 µs), then 14.4-16.3 µs at 8 and
-#: 23.8-29.3 at 16 in two runs (``experiments/results/amd-epyc-2c/logs/reuse_spans_1129.log``); spans to 4
-#: held the curve flat there, and the zoo's encoder layer (5 MiB of weights, 10 private caches) paid nothing.
-REUSE_FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0)
+REUSE_FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 #: The probe's weight is PROBE_KN × PROBE_KN floats (256 KiB): a one-row product over it opens a parallel
 #: region at any thread count (:data:`crossover.opcost.thread_wake.GEMV_PARALLEL_KN`).
 PROBE_KN = 256
