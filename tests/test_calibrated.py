@@ -110,8 +110,10 @@ def test_a_fit_on_gpu_steps_drawn_from_the_calibrated_gpu_model_recovers_its_sca
     run = tmp_path / "gpu-run"
     (run / RUN_CALIBRATION_DIR).mkdir(parents=True)
     write_profile(run / RUN_CALIBRATION_DIR, profile)
-    d, L, B = (np.array(v, dtype=float) for v in zip(*sizes()))
+    # with sizes on cuBLAS's one-row path (at most 8 rows over at most 64 wide), which pay no gemm_layer_s
+    d, L, B = (np.array(v, dtype=float) for v in zip(*(sizes() + [(48, 6, 2), (64, 8, 4), (32, 16, 8)])))
     X = features(d, L, B, calibration=profile)
+    assert np.any((B > 1) & (X.gemm_layers == 0))
     t = evaluate(CALIBRATED_GPU, [GPU_TRUTH[n] for n in model_parameters(CALIBRATED_GPU)], X)
     host = GPU_TRUTH["host_scale"] * X.host_s + GPU_TRUTH["gemm_layer_s"] * gemm_layers(B, d, L, "cuda")
     device = GPU_TRUTH["device_scale"] * X.device_s

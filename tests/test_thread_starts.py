@@ -154,10 +154,12 @@ def test_a_batch_1_training_step_starts_threads_at_16_and_the_callers_model_is_u
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
     before = [p.detach().clone() for p in model.parameters()]
     threads = torch.get_num_threads()
-    if narrow_teams_here():
-        assert module_thread_starts(model, (1, 28, 28), 1, "train", 16) > 0
     assert module_thread_starts(model, (1, 28, 28), 8, "train", 16) == 0
     assert module_thread_starts(model, (1, 28, 28), 1, "train", 2) == 0
+    assert torch.get_num_threads() == threads and not model.training
+    if not narrow_teams_here():
+        pytest.skip("this machine's MKL runs the rank-1 product on no narrower team: nothing starts to count")
+    assert module_thread_starts(model, (1, 28, 28), 1, "train", 16) > 0
     assert torch.get_num_threads() == threads and not model.training
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
@@ -171,11 +173,13 @@ def test_the_plan_times_the_pair_above_one_thread_and_each_step_runs():
             found = {p.name: p for p in points(PLANS["quick"], "cpu", 16) if p.family == THREAD_START}
         finally:
             torch.set_num_threads(previous)
-    assert set(found) == {NARROW, WIDE, PAIR}
-    assert (found[PAIR].x > 0) == narrow_teams_here()  # MKL's narrow team, then all 16 (where MKL narrows)
+    assert set(found) == {NARROW, WIDE, PAIR} and found[PAIR].x >= 0
     assert not [p for p in points(PLANS["quick"], "cpu", 1) if p.family == THREAD_START]
     for point in found.values():
         make_step(point, "cpu")()
+    if not narrow_teams_here():
+        pytest.skip("this machine's MKL runs the rank-1 product on no narrower team: the pair starts none")
+    assert found[PAIR].x > 0  # MKL's narrow team, then all 16
 
 
 @linux
@@ -206,7 +210,7 @@ def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli
 
     one, eight = json.loads(result.stdout)["devices"]
     assert one["thread_starts"] == 9 and one["thread_starts_s"] == pytest.approx(9 * 50 * US)
-    assert eight["thread_starts"] == 0 and (1, "train", 16) in counted
+    assert eight["thread_starts_s"] == 0.0 and (1, "train", 16) in counted and (8, "train", 16) in counted
     human = cli_in_process("predict", "--model", f"{model}:model", "--input-shape", "1,28,28", "--batch-size", "1",
                            "--profiles", str(tmp_path), "--workload", "train")
     assert "OpenMP threads started a step" in human.stdout

@@ -269,9 +269,11 @@ def calibration_for_rows(frame) -> Optional[Profile]:
 #: On a GPU, a product this narrow (weights of at most this many columns and rows) with at most
 #: :data:`GPU_ONE_ROW_PATH_ROWS` rows stays on cuBLAS's one-row host path and pays no matrix-matrix cost.
 #: Read off the bias-free product primitives (``matmul_host``) of the H100's fourth and fifth CUDA
-#: calibrations (medians over one row's): a 64 × 64 weight +0.2-1.3 µs at 2 and 8 rows, +3.7-5.9 µs from
-#: 32 rows on; a 128 × 128 weight +6.0-6.1 µs from 2 rows (``experiments/results/intel-xeon-2c/logs/
-#: gemm_one_row_path_1129.log``).
+#: calibrations, each cell's median against the same weight's one-row cell: a 64 × 64 weight +0.2-1.3 µs
+#: at 2 and 8 rows, +3.7-5.9 µs at 32-512 rows; a 128 × 128 weight +6.0-6.1 µs at 2 rows (+40 at 8, another
+#: kernel; +1.0-5.9 from 32 rows) (``experiments/results/intel-xeon-2c/logs/gemm_one_row_path_1129.log``).
+#: Only widths 64 and 128 and rows 8 and 32 bound it: widths 65-127 and rows 9-31 were never timed, and
+#: the rule puts them past the path. Read off forward float32 products, as every toy GPU series is.
 GPU_ONE_ROW_PATH_WIDTH = 64
 GPU_ONE_ROW_PATH_ROWS = 8
 

@@ -322,7 +322,8 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
              calibration=None, dtype: str = "float32"):
     """What every latency model reads of a size: per-layer FLOPs and bytes, weight bytes, batch.
 
-    With a ``calibration`` (a CPU :class:`crossover.opcost.profiles.Profile`), also the parts of the step
+    With a ``calibration`` (a CPU or GPU :class:`crossover.opcost.profiles.Profile`; its device decides which
+    layers pay the matrix-matrix cost, :func:`crossover.fit.calibrated_model.gemm_layers`), also the parts of the step
     costed on it that the ``calibrated`` model scales (:func:`crossover.fit.calibrated_model.toy_parts` of the
     toy model in ``dtype``) and the profile's last-level cache.
 

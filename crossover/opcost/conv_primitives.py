@@ -100,7 +100,8 @@ def fit_native_unfold(families) -> dict:
     """``{NATIVE_UNFOLD: u}``, ``u`` the MACs one unfolded element of a native 2-D convolution costs (pure):
     the ratio of the two per-element rates of a non-negative least-squares fit, relative to each cell, of
     the native ``conv`` cells' seconds to ``c + a·(batch·K·pixels) + b·(batch·K·N·pixels)``, within
-    :data:`UNFOLD_MACS_RANGE`; ``{}`` without at least four cells or with ``b`` = 0.
+    :data:`UNFOLD_MACS_RANGE`; ``{}`` without at least four cells or where ``b``'s term is at most
+    :data:`PRODUCT_SHARE_MIN` of the slowest cell.
 
     Parameters
     ----------
