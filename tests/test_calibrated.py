@@ -9,9 +9,8 @@ import pytest
 from crossover.fit.calibrated_model import (DEFAULT_PRIVATE_CACHE_BYTES, RUN_CALIBRATION_DIR,
                                             calibration_for_rows, core_cache_bytes, gemm_layers, part_names, toy_parts)
 from crossover.errors import AnalysisError
-from crossover.fit.latency_models import (CALIBRATED, CALIBRATED_GPU as CALIBRATED_GPU_NAME, WARM_LAYER_BYTES,
-                                          default_models, evaluate, features,
-                                          fit_parameters, model_parameters)
+from crossover.fit.latency_models import (CALIBRATED, CALIBRATED_GPU, WARM_LAYER_BYTES, default_models, evaluate,
+                                          features, fit_parameters, model_parameters)
 from crossover.measurement.toy_model import ResidualMLP
 from crossover.opcost.module_predict import step_prediction, trace_step
 from crossover.opcost.profiles import Grid, synthetic_profile, write_profile
@@ -96,16 +95,13 @@ def test_a_gpu_product_on_cublas_one_row_path_pays_no_matrix_matrix_cost():
     assert list(gemm_layers(batch, width, 6, "cpu")) == [0, 6, 6, 6, 6, 6, 6]
     X = features(np.array([48.0, 128.0]), 6.0, 2.0, calibration=gpu_profile())
     assert list(X.gemm_layers) == [0, 6]
-    with_cost = dict(GPU_TRUTH)
     without = dict(GPU_TRUTH, gemm_layer_s=0.0)
-    extra = (evaluate(CALIBRATED_GPU_NAME, [with_cost[n] for n in model_parameters(CALIBRATED_GPU_NAME)], X)
-             - evaluate(CALIBRATED_GPU_NAME, [without[n] for n in model_parameters(CALIBRATED_GPU_NAME)], X))
+    extra = (evaluate(CALIBRATED_GPU, [GPU_TRUTH[n] for n in model_parameters(CALIBRATED_GPU)], X)
+             - evaluate(CALIBRATED_GPU, [without[n] for n in model_parameters(CALIBRATED_GPU)], X))
     assert extra[0] == 0.0 and extra[1] > 0.5 * 6 * GPU_TRUTH["gemm_layer_s"]
 
 
 def test_a_fit_on_gpu_steps_drawn_from_the_calibrated_gpu_model_recovers_its_scales(tmp_path):
-    from crossover.fit.latency_models import CALIBRATED_GPU
-
     profile = gpu_profile()
     run = tmp_path / "gpu-run"
     (run / RUN_CALIBRATION_DIR).mkdir(parents=True)

@@ -315,8 +315,8 @@ def calibrated_gpu_latency_s(p: dict, X) -> np.ndarray:
 
     ``gemm_layer_s`` is the host's extra per layer once a product has more than one row
     (``gemm_layers``: the layers at batch > 1, less those cuBLAS keeps on its one-row path, at most 8 rows
-    over a weight at most 64 wide: :func:`gemm_layers`), the CPU
-    ``calibrated`` model's term: cuBLAS issues a one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
+    over a weight at most 64 wide: :func:`gemm_layers`), the CPU ``calibrated`` model's term: cuBLAS
+    issues a one-row product on a cheaper path. The bias-free product primitive (``matmul_host``, CUDA
     calibrations since the H100's fourth visit) reads it on the H100 host: 10.0-10.8 µs a call at one
     row, 13.2-17.2 µs at 2, 32, 128 and 512 rows of a 128² weight (53 µs at 8: another kernel). A
     profile without that grid costs every row count alike; the term then carries the difference, 4.0-5.1

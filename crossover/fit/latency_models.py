@@ -359,7 +359,6 @@ def features(d_model, n_layers, batch_size, workload: str = "forward", bytes_per
     return X
 
 
-
 def evaluate(model: str, theta, X: SimpleNamespace) -> np.ndarray:
     """Predicted seconds per step of ``model`` with parameters ``theta`` at :func:`features` ``X``.
 
