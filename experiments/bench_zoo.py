@@ -167,6 +167,9 @@ def main(argv=None) -> int:
         # each round's quicker visit, as the reference steps the composition is fitted on are kept
         measured = {key: summarise_rounds(quicker_visit_per_round([v for v in visits if v["key"] == key]))
                     for key, _ in steps}
+        for key, _ in steps:  # and over every round, drifted or not (the --csv's measured_every_round_s)
+            measured[key]["every_round_s"] = summarise_rounds(quicker_visit_per_round(
+                [v for v in run.extra_visits if v["key"] == key]))["latency_s"]
         print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
     alone = None
     if args.then_alone:
@@ -201,6 +204,8 @@ def score(table, measured: dict, csv) -> bool:
     # page faults: the prediction's (fault_s, every buffer of 32 MiB or more) against what the step faulted in
     table["faulted_bytes"] = [measured[(r.model, r.workload, r.batch_size)].get("faulted_bytes", float("nan"))
                               for r in table.itertuples()]
+    table["measured_every_round_s"] = [measured[(r.model, r.workload, r.batch_size)].get("every_round_s", float("nan"))
+                                       for r in table.itertuples()]
     table["error"] = table["predicted_s"] / table["measured_s"] - 1
     table["inside"] = (table["low_s"] <= table["measured_s"]) & (table["measured_s"] <= table["high_s"])
     print(f"{'model':<18s} {'workload':<8s} {'batch':>5s} {'predicted':>10s} {'measured':>10s} {'error':>7s}  "

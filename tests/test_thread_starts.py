@@ -226,3 +226,29 @@ def test_a_pair_that_started_nothing_leaves_the_price_to_the_reference_steps():
     assert not prices_thread_starts(none) and counts_thread_starts(none, 1e-3, fitting=True)
     assert not counts_thread_starts(none, 1e-3)  # priced at nothing: a prediction runs nothing
     assert prices_thread_starts(some) and counts_thread_starts(some, 1e-3)
+
+
+def test_a_rebuilt_profile_takes_its_reference_steps_starts_from_the_build_before(monkeypatch):
+    """Counts given for the reference steps (an earlier build's, :func:`reference_thread_starts` of its report)
+    are used as they are, not counted again on this machine, whose libraries may size teams otherwise: the
+    price of a start is fitted back from them, and the new report carries them for the next rebuild."""
+    import crossover.opcost.thread_starts as thread_starts_module
+    from crossover.opcost.composition import reference_thread_starts, with_composition
+    from test_composition import _reference_steps_of
+
+    base = dataclasses.replace(synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
+                                                 grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
+                                                 optimizer_step_s=15 * US, optimizer_param_s=1 * US), threads=16)
+    steps = _reference_steps_of(base)
+    counts = {f"{row['name']}/{row['m']}": (8.0 if row["name"].endswith("/train") and row["m"] == 1 else 0.0)
+              for _, row in steps}
+    models = [(step["latency_s"] + counts[f"{row['name']}/{row['m']}"] * 50 * US, row) for step, row in steps]
+
+    def recount(*args, **kwargs):
+        raise AssertionError("a reference step with a count given was run to count its starts again")
+
+    monkeypatch.setattr(thread_starts_module, "module_thread_starts", recount)
+    fitted = with_composition(base, models, thread_starts=counts)
+    assert fitted.overheads["thread_start_s"] == pytest.approx(50 * US, rel=1e-6)
+    assert reference_thread_starts(fitted.meta) == counts
+    assert reference_thread_starts({}) == {}  # a profile without the report: every step counted here

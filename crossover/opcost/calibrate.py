@@ -66,7 +66,7 @@ from .thread_starts import THREAD_START, fit_thread_start
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
-from .composition import with_composition
+from .composition import reference_thread_starts, with_composition
 from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, STRIDED_BACKWARD,
                               TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
 from .layer_primitives import beyond_the_op
@@ -235,7 +235,9 @@ def rebuild_profile(directory) -> Profile:
     """Rebuild ``DIR/profile.json`` from ``DIR/calibration.csv.gz`` with this code's :func:`build_profile`.
 
     The machine, device, threads, caches and the run's metadata (plan, environment, timer) are kept from the
-    profile there; all else is computed anew (a change of how visits become costs reaches old profiles).
+    profile there, and the threads its reference steps started (:func:`.composition.reference_thread_starts`:
+    counted by the machine that built it, not this one's libraries); all else is computed anew (a change of
+    how visits become costs reaches old profiles).
 
     Returns
     -------
@@ -248,7 +250,8 @@ def rebuild_profile(directory) -> Profile:
     keep = ("plan", "rounds", "seed", "statistic", "elapsed_s", "device_name", "timer", "environment")
     meta = {k: old.meta[k] for k in keep if k in old.meta}
     profile = build_profile(read_calibration(directory), device=old.device, machine=old.machine, threads=old.threads,
-                            llc=old.llc_bytes, cache_bytes=old.cache_bytes, meta=meta)
+                            llc=old.llc_bytes, cache_bytes=old.cache_bytes, meta=meta,
+                            thread_starts=reference_thread_starts(old.meta))
     write_profile(directory, profile)
     return profile
 
@@ -389,8 +392,9 @@ _GRIDS = (("matmul", "matmul", "addmm", False), ("matmul_cold", "matmul", "addmm
 
 
 def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int = 32 * 2**20,
-                  cache_bytes: int = 0, meta: Optional[dict] = None) -> Profile:
-    """Condense calibration visits (as :data:`CSV_COLUMNS` dicts) into a :class:`Profile` (pure).
+                  cache_bytes: int = 0, meta: Optional[dict] = None, thread_starts: Optional[dict] = None) -> Profile:
+    """Condense calibration visits (as :data:`CSV_COLUMNS` dicts) into a :class:`Profile` (pure but for counting
+    the threads a reference step starts where ``thread_starts``, an earlier build's counts, lacks it).
 
     Raises
     ------
@@ -497,4 +501,4 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     # the calibration has them (a calibration from before them: the queued ones).
     family = SYNCED_MODEL if families.get(SYNCED_MODEL) else "model"
     models = [(s, r) for s, _, r in families.get(family, []) if math.isfinite(s)]
-    return with_composition(profile, models) if models else profile
+    return with_composition(profile, models, thread_starts) if models else profile

@@ -29,14 +29,15 @@ import numpy as np
 from .profiles import Profile
 
 __all__ = ["COMPOSITION_TERMS", "FORWARD_TERMS", "TRAIN_TERMS", "INTERVAL_COVERAGE", "FIT_REFERENCES",
-           "with_composition"]
+           "with_composition", "reference_thread_starts"]
 
 
-def _reference_steps(profile: Profile, models) -> list:
+def _reference_steps(profile: Profile, models, thread_starts: Optional[dict] = None) -> list:
     """Per reference-model visit: (measured s, predicted s without the composition terms, its
     :data:`FEATURES` (autograd and optimizer host seconds, host events, forward convolution seconds, backward
     kernel seconds, threads started, forward convolutions of a training step), label, a function of a profile
-    giving its predicted s)."""
+    giving its predicted s). ``thread_starts`` (``"model/workload/batch"`` → count) are the threads each step
+    starts as counted where the profile was first built; a step not in it is run here to count them."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import costed_rows, host_events, step_prediction, trace_step
     from .thread_starts import counts_thread_starts, module_thread_starts
@@ -52,9 +53,10 @@ def _reference_steps(profile: Profile, models) -> list:
         sizes = dict(module_calls=calls, n_params=len(params),
                      param_bytes=sum(p.numel() * p.element_size() for p in params))
         step = step_prediction(bare, records, **sizes)
-        if counts_thread_starts(bare, step["latency_s"], fitting=True):  # the threads it starts (thread_starts)
-            sizes["thread_starts"] = module_thread_starts(model, REFERENCE_MODELS[name], int(row["m"]), workload,
-                                                          bare.threads) or 0.0
+        known = (thread_starts or {}).get(f"{name}/{workload}/{int(row['m'])}")
+        if known is not None or counts_thread_starts(bare, step["latency_s"], fitting=True):  # threads it starts
+            sizes["thread_starts"] = float(known) if known is not None else (
+                module_thread_starts(model, REFERENCE_MODELS[name], int(row["m"]), workload, bare.threads) or 0.0)
             step = step_prediction(bare, records, **sizes)
         features = (step["autograd_s"], host_events(costed_rows(bare, records), calls), step["conv_forward_s"],
                     step["backward_kernels_s"], sizes.get("thread_starts", 0.0), step["conv_trains"])
@@ -178,7 +180,7 @@ def _fit_terms(steps, device: str, measured_starts: bool = False, conv_unfitted:
     return np.array([coef.get(name, 0.0) for name in COMPOSITION_TERMS])
 
 
-def with_composition(profile: Profile, models) -> Profile:
+def with_composition(profile: Profile, models, thread_starts: Optional[dict] = None) -> Profile:
     """``profile`` with the :data:`COMPOSITION_TERMS` fitted to the measured steps of the
     :data:`FIT_REFERENCES` (:func:`_fit_terms`), the fit's report in ``meta["reference_models"]`` (each
     step predicted with the fitted profile, beside ``uncorrected_s``, its cost without the terms, and the
@@ -187,8 +189,9 @@ def with_composition(profile: Profile, models) -> Profile:
     predicted by the terms fitted on the others, not on itself; the in-sample error where there are too
     few to leave one out, the smoke plan's; a held-out kind's error as it is), and that error at
     :data:`INTERVAL_COVERAGE` over the forward steps as ``interval_rel`` and over the training steps as
-    ``train_interval_rel``."""
-    every = _reference_steps(profile, models)
+    ``train_interval_rel``. ``thread_starts``: the reference steps' counts of an earlier build
+    (:func:`reference_thread_starts`), so that a profile rebuilt elsewhere fits the same terms."""
+    every = _reference_steps(profile, models, thread_starts)
     steps = [step for step in every if step[3]["model"] in FIT_REFERENCES]
     priced = prices_thread_starts(profile)
     unfitted = profile.device == "cpu" and conv_train_unfitted(steps, priced)
@@ -218,6 +221,18 @@ def with_composition(profile: Profile, models) -> Profile:
     return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error,
                       "interval_rel": intervals["forward"] or _quantile(errors),
                       "train_interval_rel": intervals["train"] or _quantile(errors)})
+
+
+def reference_thread_starts(meta: dict) -> dict:
+    """The threads each reference step started a step, as a profile's ``meta["reference_models"]`` reports them
+    (``"model/workload/batch"`` → count; ``{}`` for a profile without the report) (pure).
+
+    The count is the libraries' of the machine that built the profile (:mod:`.thread_starts`): MKL on an AMD
+    host narrows no team where it does on an Intel one (a 16-thread host's MLP training step at batch 1 starts
+    8 threads a step counted on the Intel VM, none on the AMD one), so a profile rebuilt on another machine
+    takes these counts rather than counting again, and fits the same terms."""
+    return {f"{line['model']}/{line['workload']}/{int(line['batch_size'])}": float(line["features"]["thread_starts"])
+            for line in meta.get("reference_models") or () if "thread_starts" in (line.get("features") or {})}
 
 
 def _quantile(errors) -> float:
