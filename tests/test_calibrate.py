@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -75,10 +76,10 @@ def test_a_step_visited_twice_a_round_keeps_each_rounds_quicker_visit():
     rows = [_row("cnn/forward", slow, family="model", round_=r) for r in range(8) for _ in range(2)]
     rows[5] = _row("cnn/forward", fast, family="model", round_=2)  # round 2's second visit, the one fast one
     primitive = [_row("conv", fast if r == 2 else slow, family="conv", round_=r) for r in range(8)]
-    stats = _statistics(rows + primitive, drifted=())
+    stats = _statistics(rows + primitive)
     assert stats[rows[0]["key"]][0] == pytest.approx(stats[primitive[0]["key"]][0])
     assert stats[rows[0]["key"]][0] < 0.75 * slow
-    assert _statistics(rows[:1] + rows[2:3], drifted=())[rows[0]["key"]][0] == pytest.approx(slow)
+    assert _statistics(rows[:1] + rows[2:3])[rows[0]["key"]][0] == pytest.approx(slow)
 
 
 def test_overheads_are_derived_from_the_chains():
@@ -131,7 +132,10 @@ def test_a_layer_primitives_module_call_is_not_counted_twice():
     assert cpu.grids["matmul"].weights_stream and not gpu.grids["matmul"].weights_stream
 
 
-def test_drifted_rounds_are_left_out():
+def test_drifted_rounds_are_reported_and_pooled_all_the_same():
+    """A round whose drift reference read slow is reported, left out of the noise floor, and pooled into every cost:
+    the fast repeats a host-bound primitive made in it set its 10th percentile (on the AMD VM the reference's slow
+    rounds were not the slow ones of such primitives)."""
     base = [_row(n, 1e-6, n=c) for n, c in (("dispatch", 0), ("view", 0), ("module_call", 0))]
     base += [_row(f"chain_{m}", 1e-6 * c, n=c) for m in ("nograd", "grad", "train") for c in (1, 17)]
     base += [_row("sgd", 1e-6 * c, n=c) for c in (1, 16)] + [_row("addmm", 1e-6, family="matmul", m=1, k=8, x=128.0)]
@@ -140,13 +144,14 @@ def test_drifted_rounds_are_left_out():
     slow += [_row("reference", 2e-3, family="reference", reference=True, round_=1)]  # ...which drifted
     steady = [dict(r, round=2) for r in base] + [_row("reference", 1e-3, family="reference", reference=True, round_=2)]
     profile = build_profile(quiet + slow + steady, device="cpu", machine="m")
-    assert profile.meta["drifted_rounds"] == [1] and profile.overheads["dispatch_s"] == pytest.approx(1e-6)
-    assert profile.noise_floor_rel == 0.0  # the rounds kept agree; the drifted one is no noise of the costs
-    assert profile.meta["rounds_kept"] == 2  # a cost pools rounds 0 and 2: its spread over them is shrunk by sqrt(2)
+    assert profile.meta["drifted_rounds"] == [1]
+    assert profile.overheads["dispatch_s"] == pytest.approx(np.quantile([1e-6] * 6 + [5e-7] * 3, 0.1))
+    assert profile.noise_floor_rel == 0.0  # the quiet rounds agree; the drifted one's slowness is no noise of a p10
+    assert profile.meta["rounds_kept"] == 3  # a cost pools rounds 0-2: its spread over them is shrunk by sqrt(3)
     wobbly = [dict(r, round=3) for r in base] + [_row("reference", 1.2e-3, family="reference", reference=True, round_=3)]
     profile = build_profile(quiet + slow + steady + wobbly, device="cpu", machine="m")
     assert profile.meta["drifted_rounds"] == [1]  # 1.2 times the quiet level is under the drift limit
-    assert profile.noise_floor_rel == pytest.approx((0 + 0 + 0.2) / 3)  # about the kept rounds' median, 1e-3
+    assert profile.noise_floor_rel == pytest.approx((0 + 0 + 0.2) / 3)  # about the quiet rounds' median, 1e-3
 
 
 def test_every_primitive_builds_and_runs():

@@ -233,7 +233,8 @@ def test_a_rebuilt_profile_takes_its_reference_steps_starts_from_the_build_befor
     are used as they are, not counted again on this machine, whose libraries may size teams otherwise: the
     price of a start is fitted back from them, and the new report carries them for the next rebuild."""
     import crossover.opcost.thread_starts as thread_starts_module
-    from crossover.opcost.composition import reference_thread_starts, with_composition
+    from crossover.opcost.composition import with_composition
+    from crossover.opcost.thread_starts import reference_thread_starts
     from test_composition import _reference_steps_of
 
     base = dataclasses.replace(synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
@@ -252,3 +253,33 @@ def test_a_rebuilt_profile_takes_its_reference_steps_starts_from_the_build_befor
     assert fitted.overheads["thread_start_s"] == pytest.approx(50 * US, rel=1e-6)
     assert reference_thread_starts(fitted.meta) == counts
     assert reference_thread_starts({}) == {}  # a profile without the report: every step counted here
+
+
+def test_a_profile_whose_machine_started_more_threads_than_this_one_says_so(monkeypatch):
+    """Where the reference step that started the most threads on the profile's machine starts fewer than half as
+    many here (MKL on an AMD host narrows no team), a prediction that counts starts says its count may be short;
+    where they agree, at one thread, or on a profile without the report, nothing is said."""
+    import crossover.opcost.thread_starts as thread_starts_module
+    from crossover.opcost.thread_starts import libraries_warning
+
+    report = [dict(model="mlp", workload="train", batch_size=1, features=dict(thread_starts=8.0)),
+              dict(model="cnn", workload="forward", batch_size=1, features=dict(thread_starts=0.0))]
+    profile = dataclasses.replace(synthetic_profile(), threads=16, meta={"reference_models": report},
+                                  overheads=dict(synthetic_profile().overheads, thread_start_s=50 * US))
+    counted = []
+
+    def here(model, shape, batch, workload, threads, dtype=None):
+        counted.append((type(model).__name__, batch, workload, threads))
+        return here.starts
+
+    monkeypatch.setattr(thread_starts_module, "module_thread_starts", here)
+    monkeypatch.setattr(thread_starts_module, "_HERE", {})
+    here.starts = 0.0
+    text = libraries_warning(profile)
+    assert "started 8 a step there and 0 here" in text and "50 µs" in text
+    assert counted == [(counted[0][0], 1, "train", 16)]  # the reference step that started the most, at 16 threads
+    monkeypatch.setattr(thread_starts_module, "_HERE", {})
+    here.starts = 8.0
+    assert libraries_warning(profile) == ""
+    assert libraries_warning(dataclasses.replace(profile, threads=1)) == ""
+    assert libraries_warning(dataclasses.replace(profile, meta={})) == ""

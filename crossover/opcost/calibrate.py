@@ -4,22 +4,25 @@
 interleaved rounds with a drift reference opening each round (:func:`crossover.measurement.module_rounds.measure_rounds`),
 writes every visit to ``DIR/calibration.csv.gz`` and condenses them with :func:`build_profile` into ``DIR/profile.json``.
 
-How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over the rounds whose
-drift reference lay within :data:`crossover.results.statistics.DRIFT_LIMIT` of its quiet level (all rounds if none did).
-The overheads are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain with
-autograd recording minus the same chain under ``no_grad``; the backward engine's cost per op and per call come from
-the slope and intercept of (forward + backward) − forward over two chain lengths, less the backward's own
-multiplications; the optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16
-parameters, less each update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages
-mapped for the call (:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB
-buffers are) less filling a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write).
-``wake_s`` and ``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
+How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over every round. A
+round whose drift reference lay more than :data:`crossover.results.statistics.DRIFT_LIMIT` above its quiet level is
+reported (``meta["drifted_rounds"]``) and pooled all the same: the reference, a matrix product, does not read the state
+of host-bound primitives (on the AMD VM a batch-1 GRU primitive: 2.32 ms over the other rounds, 1.32 ms over all
+eight), and a slow round does not reach a 10th percentile (``amd-epyc-2c/logs/rounds_pooled_1129.log``). The overheads
+are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain with autograd recording
+minus the same chain under ``no_grad``; the backward engine's cost per op and per call come from the slope and
+intercept of (forward + backward) − forward over two chain lengths, less the backward's own multiplications; the
+optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16 parameters, less each
+update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages mapped for the call
+(:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB buffers are) less
+filling a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write). ``wake_s`` and
+``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
 (:mod:`crossover.opcost.thread_wake`; not timed at one thread); ``thread_start_s``: an OpenMP thread started anew
 (:mod:`crossover.opcost.thread_starts`). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_`` alike): the fused
-inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve
-``reuse``: a step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift
-reference's mean deviation from its median over the rounds kept (a drifted round, left out of every cost, is no noise
-of a prediction: ``interval_noise_floor_1128.log``). A calibration cut short keeps its whole rounds (``meta["rounds"]``).
+inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve ``reuse``: a
+step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift reference's
+mean deviation from its median over the rounds not drifted (``interval_noise_floor_1128.log``). A calibration cut short
+keeps its whole rounds (``meta["rounds"]``).
 
 Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
 than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic
@@ -62,11 +65,11 @@ from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
 from .reduction_curves import OWN_CURVE_FAMILIES, own_curve_name
 from .reuse import REUSE, fit_reuse
 from .short_rows import calibrated_lanes
-from .thread_starts import THREAD_START, fit_thread_start
+from .thread_starts import THREAD_START, fit_thread_start, reference_thread_starts
 from .thread_wake import WAKE, fit_wake
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
-from .composition import reference_thread_starts, with_composition
+from .composition import with_composition
 from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, STRIDED_BACKWARD,
                               TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
 from .layer_primitives import beyond_the_op
@@ -234,10 +237,10 @@ def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
 def rebuild_profile(directory) -> Profile:
     """Rebuild ``DIR/profile.json`` from ``DIR/calibration.csv.gz`` with this code's :func:`build_profile`.
 
-    The machine, device, threads, caches and the run's metadata (plan, environment, timer) are kept from the
-    profile there, and the threads its reference steps started (:func:`.composition.reference_thread_starts`:
-    counted by the machine that built it, not this one's libraries); all else is computed anew (a change of
-    how visits become costs reaches old profiles).
+    The machine, device, threads, caches, the run's metadata (plan, environment, timer) and the threads its
+    reference steps started (:func:`.thread_starts.reference_thread_starts`: its builder's count, not this machine's
+    libraries') are kept from the profile there; all else is computed anew (a change of how visits become costs
+    reaches old profiles).
 
     Returns
     -------
@@ -291,32 +294,26 @@ def _drifted_rounds(rows) -> tuple:
     return drifted, float(np.mean(np.abs(kept / np.median(kept) - 1)))
 
 
-def _reference_flop_rate(rows, drifted) -> float:
-    """FLOP/s of the drift reference's matrix product in the quiet rounds (the fastest of their
-    medians); 0 without reference rows. On a GPU the reference is :data:`GPU_REFERENCE_MNK
+def _reference_flop_rate(rows) -> float:
+    """FLOP/s of the drift reference's matrix product at its fastest round's median (never a drifted round's); 0
+    without reference rows. On a GPU the reference is :data:`GPU_REFERENCE_MNK
     <crossover.opcost.calibration_plan.GPU_REFERENCE_MNK>`, a product far larger than the grid's."""
-    times = [float(r["median_s"]) for r in rows if r["reference"] and r["round"] not in drifted]
     refs = [r for r in rows if r["reference"]]
-    if not times or not refs:
-        return 0.0
-    m, k, n = (int(refs[0][c]) for c in ("m", "k", "n"))
-    return 2.0 * m * k * n / min(times)
+    m, k, n = (int(refs[0][c]) for c in ("m", "k", "n")) if refs else (0, 0, 0)
+    return 2.0 * m * k * n / min(float(r["median_s"]) for r in refs) if refs else 0.0
 
 
 #: Primitives whose time is the host's even on a GPU (the rest, on a GPU: the CUDA events' span).
 _HOST_FAMILIES = ("overhead", "h2d", "model", SYNCED_MODEL)
 
 
-def _statistics(rows, drifted) -> dict:
-    """key → (p10 of the pooled repeats of the quiet rounds, relative round-to-round spread, a row).
+def _statistics(rows) -> dict:
+    """key → (p10 of the repeats pooled over every round, relative round-to-round spread, a row).
     Where a visit recorded CUDA-event times (a GPU's kernels), those are used for its kernel families.
 
-    A key visited more than once a round (a reference step: :attr:`Plan.reference_visits`) keeps each
-    round's quicker visit, so that its statistic, like a primitive's, pools one visit a round: pooled
-    whole, one fast visit of 16 (the 2-core VM's 2-thread slow mode held 15 visits of the reference
-    CNN's batch-1 step in sitting 1126n) is under the 10th percentile that a primitive's one fast visit
-    of 8 reaches, and the composition terms read the difference as the model's
-    (``conv_forward_extra`` 0.96 against 0.19-0.24 in the other two-thread sittings since 1126g but one)."""
+    A key visited more than once a round (a reference step: :attr:`Plan.reference_visits`) keeps each round's
+    quicker visit, so that it pools one visit a round as a primitive does (pooled whole, in sitting 1126n one fast
+    visit of 16 fell under the 10th percentile: ``conv_forward_extra`` read 0.96 against 0.19-0.24 elsewhere)."""
     from ..measurement.module_rounds import quicker_visit_per_round, summarise_rounds
 
     grouped = {}
@@ -325,11 +322,10 @@ def _statistics(rows, drifted) -> dict:
             grouped.setdefault(row["key"], []).append(row)
     out = {}
     for key, visits in grouped.items():
-        quiet = [v for v in visits if v["round"] not in drifted] or visits
         events = (visits[0]["family"] not in _HOST_FAMILIES
-                  and all(len(_times(v.get("device_times_s", ""))) for v in quiet))
+                  and all(len(_times(v.get("device_times_s", ""))) for v in visits))
         field = "device_times_s" if events else "raw_times_s"
-        parsed = [dict(round=visit["round"], raw_times_s=_times(visit[field])) for visit in quiet]
+        parsed = [dict(round=visit["round"], raw_times_s=_times(visit[field])) for visit in visits]
         stats = summarise_rounds(quicker_visit_per_round(parsed))
         out[key] = (stats["latency_s"], stats["spread_rel"], visits[0])
     return out
@@ -373,8 +369,7 @@ def _without_page_faults(by_point: dict, fresh_byte_s: float) -> dict:
     out of its time: a prediction adds them for the buffers a model allocates, not for in-place ops."""
     out = {}
     for key, (seconds, spread, row) in by_point.items():
-        shape = _shape(row)
-        buffers = fresh_buffers(row["family"], row["name"], int(row.get("n") or 0), shape)
+        buffers = fresh_buffers(row["family"], row["name"], int(row.get("n") or 0), _shape(row))
         fresh = sum(b for b in buffers if b >= FRESH_MIN_BYTES)
         if fresh and math.isfinite(seconds):
             seconds = max(seconds - fresh * fresh_byte_s, 0.1 * seconds)  # never below a tenth
@@ -402,7 +397,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
         The visits lack a primitive every profile needs (the overheads, the hot matmul grid).
     """
     drifted, noise_floor = _drifted_rounds(rows)
-    by_point = _statistics(rows, drifted)
+    by_point = _statistics(rows)
 
     def overhead(name: str) -> float:
         base, _, n = name.partition("/")
@@ -466,7 +461,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     hot = grids["matmul"]
     flop_rates = [2.0 * a * b / hot(a, b) for a in hot.m for b in hot.kn]
     if device == "cuda":  # the GPU's drift reference, 2048^3, fills the device better than any grid cell
-        flop_rates.append(_reference_flop_rate(rows, drifted))
+        flop_rates.append(_reference_flop_rate(rows))
     # Past the grid's largest products (an encoder layer's 4096 tokens at batch 64 against M <= 1024) extra
     # FLOPs run at the best rate the calibration reached, not the edge cell's (profiles.Grid); on a GPU
     # that includes the drift reference's (H100: 48.2 TFLOP/s against the grid's 34.2; feed-forward products
@@ -483,7 +478,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     spread = {family: float(np.nanmedian([s for _, s, _ in items])) for family, items in families.items()}
     spread["view"] = spread.get("overhead", 0.0)
     checks = [s / hot(int(r["m"]), int(r["k"]) * int(r["n"])) - 1 for s, _, r in families.get("matmul_check", [])]
-    kept_rounds = len({row["round"] for row in rows if not row["reference"]} - set(drifted))
+    kept_rounds = len({row["round"] for row in rows if not row["reference"]})  # every round is pooled
     extra = dict(meta or {}, drifted_rounds=sorted(drifted), rounds_kept=kept_rounds,
                  **calibrated_lanes(families),  # softmax's vector floats
                  **({"conv_kn": BLOCKED_KN} if device == "cpu" else {}))

@@ -29,7 +29,7 @@ import numpy as np
 from .profiles import Profile
 
 __all__ = ["COMPOSITION_TERMS", "FORWARD_TERMS", "TRAIN_TERMS", "INTERVAL_COVERAGE", "FIT_REFERENCES",
-           "with_composition", "reference_thread_starts"]
+           "with_composition"]
 
 
 def _reference_steps(profile: Profile, models, thread_starts: Optional[dict] = None) -> list:
@@ -190,7 +190,8 @@ def with_composition(profile: Profile, models, thread_starts: Optional[dict] = N
     few to leave one out, the smoke plan's; a held-out kind's error as it is), and that error at
     :data:`INTERVAL_COVERAGE` over the forward steps as ``interval_rel`` and over the training steps as
     ``train_interval_rel``. ``thread_starts``: the reference steps' counts of an earlier build
-    (:func:`reference_thread_starts`), so that a profile rebuilt elsewhere fits the same terms."""
+    (:func:`crossover.opcost.thread_starts.reference_thread_starts`), so that a profile rebuilt elsewhere fits the
+    same terms."""
     every = _reference_steps(profile, models, thread_starts)
     steps = [step for step in every if step[3]["model"] in FIT_REFERENCES]
     priced = prices_thread_starts(profile)
@@ -221,18 +222,6 @@ def with_composition(profile: Profile, models, thread_starts: Optional[dict] = N
     return Profile(**{**fitted.__dict__, "meta": meta, "model_error_rel": error,
                       "interval_rel": intervals["forward"] or _quantile(errors),
                       "train_interval_rel": intervals["train"] or _quantile(errors)})
-
-
-def reference_thread_starts(meta: dict) -> dict:
-    """The threads each reference step started a step, as a profile's ``meta["reference_models"]`` reports them
-    (``"model/workload/batch"`` → count; ``{}`` for a profile without the report) (pure).
-
-    The count is the libraries' of the machine that built the profile (:mod:`.thread_starts`): MKL on an AMD
-    host narrows no team where it does on an Intel one (a 16-thread host's MLP training step at batch 1 starts
-    8 threads a step counted on the Intel VM, none on the AMD one), so a profile rebuilt on another machine
-    takes these counts rather than counting again, and fits the same terms."""
-    return {f"{line['model']}/{line['workload']}/{int(line['batch_size'])}": float(line["features"]["thread_starts"])
-            for line in meta.get("reference_models") or () if "thread_starts" in (line.get("features") or {})}
 
 
 def _quantile(errors) -> float:

@@ -62,7 +62,7 @@ from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
 from .reuse import reuse_s
-from .thread_starts import counts_thread_starts, module_thread_starts, unpriced_warning
+from .thread_starts import counts_thread_starts, libraries_warning, module_thread_starts, unpriced_warning
 from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
 
@@ -425,6 +425,9 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
             n = starts(batch_size, profile.threads) if counts_thread_starts(profile, step["latency_s"]) else 0.0
             if n:
                 step = step_prediction(profile, fused[profile.device] if whole else records, thread_starts=n, **sizes)
+            differ = libraries_warning(profile) if counts_thread_starts(profile, step["latency_s"]) else ""
+            if differ:
+                step["warnings"] = [*step["warnings"], differ]
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,
                              batch_size=batch_size, workload=workload, requested=batch_size in batch_sizes, **step))
     frame = pd.DataFrame(rows)

@@ -31,7 +31,9 @@ import os
 from typing import Callable, Mapping, Optional
 
 __all__ = ["THREAD_START", "PAIR", "count_thread_starts", "thread_start_points", "thread_start_step",
-           "fit_thread_start", "module_thread_starts", "counts_thread_starts", "unpriced_warning", "PROBE_MAX_S", "MIN_THREADS"]
+           "fit_thread_start", "module_thread_starts", "counts_thread_starts", "unpriced_warning", "libraries_warning",
+           "reference_thread_starts",
+           "PROBE_MAX_S", "MIN_THREADS"]
 
 #: The family of the thread-start primitives (CPU only, above one thread).
 THREAD_START = "thread_start"
@@ -151,6 +153,62 @@ def unpriced_warning(profile) -> str:
             "cost the OpenMP threads a step starts anew when a oneDNN or MKL team is narrower than the next op's: "
             "at 16 threads batch-1 steps of LeNet-5, the 1-D CNN and the MNIST MLP's training step start 8-12 a step, "
             "which cost about 50 µs each on the 16-core hosts of the GPU machines; recalibrate to cost them")
+
+
+def reference_thread_starts(meta: dict) -> dict:
+    """The threads each reference step started a step, as a profile's ``meta["reference_models"]`` reports them
+    (``"model/workload/batch"`` → count; ``{}`` for a profile without the report) (pure).
+
+    The count is the libraries' of the machine that built the profile (:mod:`.thread_starts`): MKL on an AMD
+    host narrows no team where it does on an Intel one (a 16-thread host's MLP training step at batch 1 starts
+    8 threads a step counted on the Intel VM, none on the AMD one), so a profile rebuilt on another machine
+    takes these counts rather than counting again, and fits the same terms."""
+    return {f"{line['model']}/{line['workload']}/{int(line['batch_size'])}": float(line["features"]["thread_starts"])
+            for line in meta.get("reference_models") or () if "thread_starts" in (line.get("features") or {})}
+
+
+def libraries_warning(profile) -> str:
+    """A warning where this machine's libraries start fewer threads than those of the machine that built
+    ``profile`` ("" where they agree, or nothing tells): the reference step that started the most threads
+    there (its report, ``meta["reference_models"]``) is run here at the profile's thread count and counted.
+
+    A model's starts are counted on the machine that predicts (:func:`module_thread_starts`); MKL on an AMD
+    host narrows no team where it does on an Intel one (the 16-thread hosts' MLP training step at batch 1
+    starts 8 threads a step counted on the Intel VM, none on the AMD one), so a 16-thread Intel host's
+    profile used on an AMD machine leaves out starts its host pays. Counted once per profile and thread count."""
+    from ..units import format_seconds
+
+    if profile.device != "cpu" or int(profile.threads or 0) < MIN_THREADS or _task_ids() is None:
+        return ""
+    counts = reference_thread_starts(profile.meta)
+    if not counts or max(counts.values()) <= 0:
+        return ""
+    key, there = max(counts.items(), key=lambda item: item[1])
+    here = _reference_starts_here(key, int(profile.threads))
+    if here is None or here >= there / 2:
+        return ""
+    name, workload, batch = key.split("/")
+    return (f"this machine's libraries (MKL, oneDNN) start fewer OpenMP threads at {profile.threads} threads than "
+            f"those of the machine that built {profile.label}'s profile: its reference {name} {workload} step at "
+            f"batch {batch} started {there:.0f} a step there and {here:.0f} here; the starts a step of this model "
+            f"makes are counted here, so its {profile.machine} prediction may leave out some "
+            f"(about {format_seconds(profile.overhead('thread_start_s'))} each)")
+
+
+_HERE: dict = {}
+
+
+def _reference_starts_here(key: str, threads: int) -> Optional[float]:
+    """Threads the reference step ``key`` (``"model/workload/batch"``) starts here at ``threads`` (cached)."""
+    if (key, threads) not in _HERE:
+        from .reference_models import REFERENCE_MODELS, reference_model
+
+        name, workload, batch = key.split("/")
+        if name not in REFERENCE_MODELS:
+            return None
+        _HERE[key, threads] = module_thread_starts(reference_model(name), REFERENCE_MODELS[name], int(batch),
+                                                   workload, threads)
+    return _HERE[key, threads]
 
 
 def module_thread_starts(model, sample_shape, batch_size: int, workload: str, threads: int,
