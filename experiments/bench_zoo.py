@@ -163,14 +163,14 @@ def main(argv=None) -> int:
         run = measure_calibration("cpu", plan, seed=args.seed, threads=args.threads,
                                   extra_steps=[step for step in steps for _ in range(visits_per_round)])
         profile = save_calibration(out, run)
-        # every round, as the primitives; each round's quicker visit, as the reference steps are kept
-        measured = {key: summarise_rounds(quicker_visit_per_round([v for v in run.extra_visits if v["key"] == key]))
-                    for key, _ in steps}
-        drifted = set(profile.meta.get("drifted_rounds") or ())
-        for key, _ in steps:  # and over the rounds the drift reference did not read slow (measured_quiet_rounds_s)
-            measured[key]["quiet_rounds_s"] = summarise_rounds(quicker_visit_per_round(
-                [v for v in run.extra_visits if v["key"] == key and v["round"] not in drifted]
-                or [v for v in run.extra_visits if v["key"] == key]))["latency_s"]
+        # every round, as the primitives; each round's quicker visit, as the reference steps are kept; and over
+        # the rounds the drift reference did not read slow (measured_quiet_rounds_s)
+        drifted, measured = set(profile.meta.get("drifted_rounds") or ()), {}
+        for key, _ in steps:
+            visits = [v for v in run.extra_visits if v["key"] == key]
+            quiet = [v for v in visits if v["round"] not in drifted] or visits
+            measured[key] = dict(summarise_rounds(quicker_visit_per_round(visits)),
+                                 quiet_rounds_s=summarise_rounds(quicker_visit_per_round(quiet))["latency_s"])
         print(f"calibrated in {run.elapsed_s:.0f} s; noise floor {profile.noise_floor_rel:.1%}", file=sys.stderr)
     alone = None
     if args.then_alone:

@@ -234,16 +234,16 @@ def test_a_rebuilt_profile_takes_its_reference_steps_starts_from_the_build_befor
     price of a start is fitted back from them, and the new report carries them for the next rebuild."""
     import crossover.opcost.thread_starts as thread_starts_module
     from crossover.opcost.composition import with_composition
-    from crossover.opcost.thread_starts import reference_thread_starts
+    from crossover.opcost.thread_starts import reference_step_key, reference_thread_starts
     from test_composition import _reference_steps_of
 
     base = dataclasses.replace(synthetic_profile(dispatch_s=2 * US, flop_rate=5e10, bandwidth=2e10, module_call_s=1 * US,
                                                  grad_record_s=0.5 * US, backward_call_s=20 * US, backward_op_s=3 * US,
                                                  optimizer_step_s=15 * US, optimizer_param_s=1 * US), threads=16)
     steps = _reference_steps_of(base)
-    counts = {f"{row['name']}/{row['m']}": (8.0 if row["name"].endswith("/train") and row["m"] == 1 else 0.0)
-              for _, row in steps}
-    models = [(step["latency_s"] + counts[f"{row['name']}/{row['m']}"] * 50 * US, row) for step, row in steps]
+    key = lambda row: reference_step_key(*row["name"].split("/"), row["m"])  # noqa: E731
+    counts = {key(row): (8.0 if row["name"].endswith("/train") and row["m"] == 1 else 0.0) for _, row in steps}
+    models = [(step["latency_s"] + counts[key(row)] * 50 * US, row) for step, row in steps]
 
     def recount(*args, **kwargs):
         raise AssertionError("a reference step with a count given was run to count its starts again")

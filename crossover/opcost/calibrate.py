@@ -299,8 +299,9 @@ def _reference_flop_rate(rows) -> float:
     without reference rows. On a GPU the reference is :data:`GPU_REFERENCE_MNK
     <crossover.opcost.calibration_plan.GPU_REFERENCE_MNK>`, a product far larger than the grid's."""
     refs = [r for r in rows if r["reference"]]
-    m, k, n = (int(refs[0][c]) for c in ("m", "k", "n")) if refs else (0, 0, 0)
-    return 2.0 * m * k * n / min(float(r["median_s"]) for r in refs) if refs else 0.0
+    if not refs:
+        return 0.0
+    return 2.0 * math.prod(int(refs[0][c]) for c in ("m", "k", "n")) / min(float(r["median_s"]) for r in refs)
 
 
 #: Primitives whose time is the host's even on a GPU (the rest, on a GPU: the CUDA events' span).

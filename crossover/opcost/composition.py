@@ -36,11 +36,11 @@ def _reference_steps(profile: Profile, models, thread_starts: Optional[dict] = N
     """Per reference-model visit: (measured s, predicted s without the composition terms, its
     :data:`FEATURES` (autograd and optimizer host seconds, host events, forward convolution seconds, backward
     kernel seconds, threads started, forward convolutions of a training step), label, a function of a profile
-    giving its predicted s). ``thread_starts`` (``"model/workload/batch"`` → count) are the threads each step
+    giving its predicted s). ``thread_starts`` (:func:`.thread_starts.reference_step_key` → count) are the threads each step
     starts as counted where the profile was first built; a step not in it is run here to count them."""
     from .calibration_plan import REFERENCE_MODELS, reference_model
     from .module_predict import costed_rows, host_events, step_prediction, trace_step
-    from .thread_starts import counts_thread_starts, module_thread_starts
+    from .thread_starts import counts_thread_starts, module_thread_starts, reference_step_key
 
     bare = _with_terms(profile, (0.0,) * len(COMPOSITION_TERMS))
     out = []
@@ -53,7 +53,7 @@ def _reference_steps(profile: Profile, models, thread_starts: Optional[dict] = N
         sizes = dict(module_calls=calls, n_params=len(params),
                      param_bytes=sum(p.numel() * p.element_size() for p in params))
         step = step_prediction(bare, records, **sizes)
-        known = (thread_starts or {}).get(f"{name}/{workload}/{int(row['m'])}")
+        known = (thread_starts or {}).get(reference_step_key(name, workload, row["m"]))
         if known is not None or counts_thread_starts(bare, step["latency_s"], fitting=True):  # threads it starts
             sizes["thread_starts"] = float(known) if known is not None else (
                 module_thread_starts(model, REFERENCE_MODELS[name], int(row["m"]), workload, bare.threads) or 0.0)

@@ -32,8 +32,7 @@ from typing import Callable, Mapping, Optional
 
 __all__ = ["THREAD_START", "PAIR", "count_thread_starts", "thread_start_points", "thread_start_step",
            "fit_thread_start", "module_thread_starts", "counts_thread_starts", "unpriced_warning", "libraries_warning",
-           "reference_thread_starts",
-           "PROBE_MAX_S", "MIN_THREADS"]
+           "reference_thread_starts", "reference_step_key", "PROBE_MAX_S", "MIN_THREADS"]
 
 #: The family of the thread-start primitives (CPU only, above one thread).
 THREAD_START = "thread_start"
@@ -155,15 +154,20 @@ def unpriced_warning(profile) -> str:
             "which cost about 50 µs each on the 16-core hosts of the GPU machines; recalibrate to cost them")
 
 
+def reference_step_key(model: str, workload: str, batch: int) -> str:
+    """How a reference step is named in a count of its thread starts: ``"model/workload/batch"``."""
+    return f"{model}/{workload}/{int(batch)}"
+
+
 def reference_thread_starts(meta: dict) -> dict:
     """The threads each reference step started a step, as a profile's ``meta["reference_models"]`` reports them
-    (``"model/workload/batch"`` → count; ``{}`` for a profile without the report) (pure).
+    (:func:`reference_step_key` → count; ``{}`` for a profile without the report) (pure).
 
     The count is the libraries' of the machine that built the profile (:mod:`.thread_starts`): MKL on an AMD
     host narrows no team where it does on an Intel one (a 16-thread host's MLP training step at batch 1 starts
     8 threads a step counted on the Intel VM, none on the AMD one), so a profile rebuilt on another machine
     takes these counts rather than counting again, and fits the same terms."""
-    return {f"{line['model']}/{line['workload']}/{int(line['batch_size'])}": float(line["features"]["thread_starts"])
+    return {reference_step_key(line["model"], line["workload"], line["batch_size"]): float(line["features"]["thread_starts"])
             for line in meta.get("reference_models") or () if "thread_starts" in (line.get("features") or {})}
 
 
@@ -172,10 +176,9 @@ def libraries_warning(profile) -> str:
     ``profile`` ("" where they agree, or nothing tells): the reference step that started the most threads
     there (its report, ``meta["reference_models"]``) is run here at the profile's thread count and counted.
 
-    A model's starts are counted on the machine that predicts (:func:`module_thread_starts`); MKL on an AMD
-    host narrows no team where it does on an Intel one (the 16-thread hosts' MLP training step at batch 1
-    starts 8 threads a step counted on the Intel VM, none on the AMD one), so a 16-thread Intel host's
-    profile used on an AMD machine leaves out starts its host pays. Counted once per profile and thread count."""
+    A model's starts are counted on the machine that predicts (:func:`module_thread_starts`), whose libraries may
+    size teams otherwise (:func:`reference_thread_starts`): a 16-thread Intel host's profile used on an AMD machine
+    leaves out starts its host pays. Each reference step is counted here once a process and thread count."""
     from ..units import format_seconds
 
     if profile.device != "cpu" or int(profile.threads or 0) < MIN_THREADS or _task_ids() is None:
@@ -199,7 +202,7 @@ _HERE: dict = {}
 
 
 def _reference_starts_here(key: str, threads: int) -> Optional[float]:
-    """Threads the reference step ``key`` (``"model/workload/batch"``) starts here at ``threads`` (cached)."""
+    """Threads the reference step ``key`` (:func:`reference_step_key`) starts here at ``threads`` (cached)."""
     if (key, threads) not in _HERE:
         from .reference_models import REFERENCE_MODELS, reference_model
 
