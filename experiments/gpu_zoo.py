@@ -26,6 +26,7 @@ import importlib.util
 import json
 import time
 from pathlib import Path
+from typing import Optional
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 BATCH_SIZES = (1, 8, 64, 512)
@@ -95,10 +96,11 @@ def _calibration_references(profiles: Path, device: str) -> dict:
 
 
 def round_files(device: str, keys: list, visits: list, shapes: dict, rounds: int, threads: int,
-                calibrated: dict) -> tuple:
+                calibrated: dict, starts: Optional[dict] = None) -> tuple:
     """Each model's ``measure-<model>-<workload>-<device>.json`` content from the visits so far (the
     fields ``crossover measure --model --json`` writes for each point, and the file's ``rounds`` done of
-    ``rounds_planned``; a reference model's with ``calibration_measured_s``), in the order of ``keys``
+    ``rounds_planned``; a reference model's with ``calibration_measured_s``; a point counted in ``starts``,
+    ``{(model, workload, batch): threads started per step}``, with ``thread_starts``), in the order of ``keys``
     (the pool's ``(model, workload, batch)`` as planned), and their points as summary rows (a reference
     model's ``predicted_s`` is the calibration's measurement of it; a zoo model's is filled in later).
     Returns ``(files, rows)``: ``files`` maps each file's name to its JSON-able content. Pure."""
@@ -119,8 +121,10 @@ def round_files(device: str, keys: list, visits: list, shapes: dict, rounds: int
             mine = by_key[(name, workload, batch)]
             stats = summarise_rounds(mine)
             device_stats = summarise_rounds(mine, device_time=True) if device == "cuda" else {"latency_s": float("nan")}
+            counted = {} if (starts or {}).get((name, workload, batch)) is None else \
+                {"thread_starts": starts[(name, workload, batch)]}
             points.append(dict(device=device, batch_size=batch, workload=workload, **stats,
-                               device_latency_s=device_stats["latency_s"], threads=threads))
+                               device_latency_s=device_stats["latency_s"], threads=threads, **counted))
         reference = name.startswith("reference_")
         data = {"model": f"reference:{name[len('reference_'):]}" if reference else f"{ZOO / name}.py:model",
                 "input_shape": list(shapes[name]), "workload": workload, "device": device, "threads": threads,
@@ -150,6 +154,29 @@ def write_json_atomically(path: Path, data) -> None:
 #: (with the calibration's reference models where asked), as the calibration measures its primitives.
 POOLED = ("one pool: every model, workload and batch size of the device in the same shuffled rounds, "
           "as the calibration's primitives")
+
+
+def host_thread_starts(steps: list, predicted: dict) -> dict:
+    """``{(model, workload, batch): threads started per step}`` of the zoo's CPU steps at this process's thread
+    count (:func:`crossover.opcost.thread_starts.count_thread_starts`), counted where a prediction would count
+    them (:data:`~crossover.opcost.thread_starts.MIN_THREADS` threads or more, a step predicted under
+    :data:`~crossover.opcost.thread_starts.PROBE_MAX_S`). Recorded in the measurement files, they go with the
+    zoo to any machine that predicts it: an AMD machine's MKL starts none of the threads a 16-thread Intel host's
+    narrowed teams start (``crossover.analysis.zoo_runs.recorded_starts``)."""
+    import torch
+
+    from crossover.opcost.thread_starts import MIN_THREADS, PROBE_MAX_S, count_thread_starts
+
+    if torch.get_num_threads() < MIN_THREADS:
+        return {}
+    out = {}
+    for (name, workload, batch), step in steps:
+        latency_s = predicted.get((name, workload, "cpu", batch))
+        if not name.startswith("reference_") and latency_s is not None and latency_s <= PROBE_MAX_S:
+            counted = count_thread_starts(step, warmup=3, calls=6)
+            if counted is not None:
+                out[(name, workload, batch)] = counted
+    return out
 
 
 def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, names=None,
@@ -187,6 +214,7 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
         shapes.update({f"reference_{name}": shape for name, shape in REFERENCE_MODELS.items()})
     steps = {d: (_reference_steps(d) if references else []) + _entry_steps(entries, d) for d in devices}
     calibrated = {d: _calibration_references(profiles, d) if references else {} for d in devices}
+    starts = host_thread_starts(steps["cpu"], predicted) if "cpu" in steps else {}
     visits = {d: [] for d in devices}
     kept = len(rows)
     t0 = time.perf_counter()
@@ -197,7 +225,8 @@ def measure_zoo(out: Path, devices, profiles: Path, rounds: int, rows: list, nam
         measured, files = [], {}
         for device in devices:
             device_files, device_rows = round_files(device, [k for k, _ in steps[device]], visits[device], shapes,
-                                                    rounds, torch.get_num_threads(), calibrated[device])
+                                                    rounds, torch.get_num_threads(), calibrated[device],
+                                                    starts if device == "cpu" else None)
             files.update(device_files)
             for row in device_rows:
                 if not row["model"].startswith("reference_"):

@@ -82,3 +82,36 @@ def test_a_run_stopped_part_way_keeps_its_whole_rounds(tmp_path, monkeypatch):
     measured = json.loads((tmp_path / "measure-mnist_mlp-forward-cpu.json").read_text())
     assert measured["rounds"] == 1 and measured["rounds_planned"] == 3
     assert len(rows) == 2 * len(gpu_zoo.BATCH_SIZES) and all(r["predicted_s"] is None for r in rows)  # no profiles
+
+
+def test_the_hosts_thread_starts_go_with_the_zoo_to_the_machine_that_predicts_it(tmp_path, monkeypatch):
+    """At 3 threads or more the zoo stage counts each short CPU step's thread starts on the host and writes
+    them into the measurement files; ``zoo_check`` prices them as recorded, not as this machine counts them."""
+    import dataclasses
+
+    import torch
+
+    import crossover.opcost.thread_starts as thread_starts_module
+    from crossover.analysis.zoo_runs import predict_measurements, read_measurements, recorded_starts
+
+    gpu_zoo = _gpu_zoo()
+    folder = tmp_path / "profiles" / "cpu"
+    folder.mkdir(parents=True)
+    profile = dataclasses.replace(synthetic_profile("cpu", thread_start_s=50e-6), threads=4)
+    write_profile(folder, profile)
+    monkeypatch.setattr(thread_starts_module, "count_thread_starts", lambda step, **kw: 5.0)  # the host's MKL
+    monkeypatch.setattr(thread_starts_module, "module_thread_starts", lambda *a, **kw: 0.0)  # this machine's
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        gpu_zoo.measure_zoo(tmp_path / "out", ["cpu"], tmp_path / "profiles", 1, [], names={"mnist_mlp"})
+    finally:
+        torch.set_num_threads(before)
+    saved = json.loads((tmp_path / "out" / "measure-mnist_mlp-forward-cpu.json").read_text())
+    assert [p["thread_starts"] for p in saved["points"]] == [5.0] * len(gpu_zoo.BATCH_SIZES)
+    measured = read_measurements(tmp_path / "out")
+    assert recorded_starts(measured[measured["workload"] == "forward"]) == {(4, b): 5.0 for b in gpu_zoo.BATCH_SIZES}
+    told = predict_measurements(measured, [folder])
+    counted_here = predict_measurements(measured.drop(columns="thread_starts"), [folder])
+    gap = (told["predicted_s"] - counted_here["predicted_s"]).tolist()
+    assert gap == pytest.approx([5 * 50e-6] * len(gap))

@@ -188,7 +188,7 @@ def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli
     is run at 16 threads to count its starts (here nine, as this machine's libraries may start none), which
     are costed and printed; its batch-8 step starts none."""
     from conftest import ROOT
-    from crossover.opcost import module_predict
+    import crossover.opcost.thread_starts as thread_starts_module
     from crossover.opcost.profiles import write_profile
 
     counted = []
@@ -197,7 +197,7 @@ def test_predict_counts_a_short_steps_starts_on_a_priced_profile_and_says_so(cli
         counted.append((batch, workload, threads))
         return 9.0 if batch == 1 else 0.0
 
-    monkeypatch.setattr(module_predict, "module_thread_starts", count)
+    monkeypatch.setattr(thread_starts_module, "module_thread_starts", count)
 
     profile = dataclasses.replace(synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e10, machine="many",
                                                     thread_start_s=50 * US), threads=16)
@@ -283,3 +283,34 @@ def test_a_profile_whose_machine_started_more_threads_than_this_one_says_so(monk
     assert libraries_warning(profile) == ""
     assert libraries_warning(dataclasses.replace(profile, threads=1)) == ""
     assert libraries_warning(dataclasses.replace(profile, meta={})) == ""
+
+
+def test_starts_recorded_where_the_model_ran_are_priced_instead_of_counting_here(monkeypatch):
+    """A 16-thread host's counts (recorded by the GPU run's zoo stage) follow the zoo to a machine whose
+    libraries start none: recorded pairs are priced as given, nothing is run for them and the libraries'
+    warning is not raised; a pair not recorded (another thread count) is still counted here."""
+    import crossover.opcost.thread_starts as thread_starts_module
+    from crossover.opcost.module_predict import predict_module
+
+    report = [dict(model="mlp", workload="train", batch_size=1, features=dict(thread_starts=8.0))]
+    base = synthetic_profile(dispatch_s=3 * US, flop_rate=1e10, bandwidth=1e10, machine="host", thread_start_s=50 * US)
+    profile = dataclasses.replace(base, threads=16, meta={"reference_models": report})
+    counted = []
+
+    def here(model, shape, batch, workload, threads, dtype=None):
+        if tuple(shape) == (64,):  # the model's own steps (not the warning's reference step)
+            counted.append((batch, threads))
+        return 0.0  # this machine's MKL narrows no team
+
+    monkeypatch.setattr(thread_starts_module, "module_thread_starts", here)
+    monkeypatch.setattr(thread_starts_module, "_HERE", {})
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    kwargs = dict(sample_shape=(64,), batch_sizes=[1, 8], profiles=[profile], workload="train", warn=False)
+    told = predict_module(model, thread_starts={(16, 1): 7.0, (16, 8): 2.0}, **kwargs)
+    assert list(told["thread_starts"]) == [7.0, 2.0]
+    assert told["thread_starts_s"].tolist() == pytest.approx([7 * 50 * US, 2 * 50 * US])
+    assert not any("fewer OpenMP threads" in w for ws in told["warnings"] for w in ws)
+    assert (1, 16) not in counted and (8, 16) not in counted  # the recorded sizes are not run here (2 and 4 are)
+    unknown = predict_module(model, thread_starts={(4, 1): 7.0}, **kwargs)  # recorded at another thread count
+    assert list(unknown["thread_starts_s"]) == [0.0, 0.0] and (1, 16) in counted and (8, 16) in counted
+    assert any("fewer OpenMP threads" in w for w in unknown["warnings"][0])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from ..errors import AnalysisError
 from ..jsonable import schema_tag
@@ -230,7 +230,8 @@ def decide(results=None, *, d_model: Optional[int] = None, n_layers: Optional[in
            models: Optional[Sequence[str]] = None, n_boot: int = N_BOOT, seed: int = 0,
            bootstrap: str = "auto", statistic: str = DEFAULT_STATISTIC, drop_drifted: bool = False,
            progress: Optional[Callable] = None, model=None, input_shape: Optional[Sequence[int]] = None,
-           input_dtype=None, profiles=None, transfer_input: bool = False) -> Decision:
+           input_dtype=None, profiles=None, transfer_input: bool = False,
+           thread_starts: Optional[Mapping] = None) -> Decision:
     """Which device is faster for this model and batch size, by how much, and where that flips.
 
     Two questions, one answer object:
@@ -255,6 +256,10 @@ def decide(results=None, *, d_model: Optional[int] = None, n_layers: Optional[in
         How to fit (see :func:`fit_for_decision`); ``progress(costs)`` wraps the fits in a progress bar.
     model, input_shape, input_dtype, profiles, transfer_input
         The module question (see above); ``transfer_input`` adds the input's host-to-device copy on GPUs.
+    thread_starts : mapping, optional
+        The module question's OpenMP thread starts per step as counted where it was measured,
+        ``{(threads, batch_size): starts}``, in place of counting them on this machine (see
+        :func:`crossover.opcost.module_predict.predict_module`).
 
     Returns
     -------
@@ -268,7 +273,7 @@ def decide(results=None, *, d_model: Optional[int] = None, n_layers: Optional[in
     """
     if model is not None:
         return _decide_module(model, input_shape, batch_size, workload=workload, input_dtype=input_dtype,
-                              profiles=profiles, transfer_input=transfer_input)
+                              profiles=profiles, transfer_input=transfer_input, thread_starts=thread_starts)
     return _decide_toy(results, d_model, n_layers, batch_size, workload=workload, mode=mode, dtype=dtype,
                        regime=regime, transfer=transfer, along=along, machine=machine, models=models,
                        n_boot=n_boot, seed=seed, bootstrap=bootstrap, statistic=statistic,
@@ -374,7 +379,8 @@ def _profile_notes(loaded) -> list:
             f"this one with 'crossover calibrate --device cpu --quick --out DIR' and pass --profiles DIR"]
 
 
-def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, profiles, transfer_input) -> Decision:
+def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, profiles, transfer_input,
+                   thread_starts=None) -> Decision:
     import warnings as _warnings
 
     from ..measurement.user_module import build_model, input_dtype as dtype_named
@@ -393,7 +399,8 @@ def _decide_module(model, input_shape, batch_sizes, *, workload, input_dtype, pr
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")  # reported once, in the answer's warnings
         frame = predict_module(module, sample_shape=tuple(input_shape), batch_sizes=sizes, profiles=loaded,
-                               workload=workload, input_dtype=input_dtype, transfer=transfer_input, warn=False)
+                               workload=workload, input_dtype=input_dtype, transfer=transfer_input, warn=False,
+                               thread_starts=thread_starts)
     notes = _profile_notes(loaded) + list(dict.fromkeys(w for ws in frame["warnings"] for w in ws))
     payload = {"model": name, "input_shape": list(input_shape), "input_dtype": dtype_name, "workload": workload,
                "profiles": [p.path for p in loaded], "devices": frame.to_dict("records"),

@@ -77,8 +77,9 @@ REFERENCE_PREFIX = "reference:"
 def read_measurements(folder: Path) -> pd.DataFrame:
     """One row per measured point of the ``measure-*.json`` files in ``folder``: ``model`` (the module
     file's stem), ``workload``, ``device``, ``batch_size``, ``measured_s`` (``latency_s``: the 10th
-    percentile of the pooled repeats), ``input_shape`` and ``threads`` (the CPU threads it ran with; None
-    where the file does not say). The calibration's reference models measured again beside the zoo
+    percentile of the pooled repeats), ``input_shape``, ``threads`` (the CPU threads it ran with; None
+    where the file does not say) and ``thread_starts`` (the OpenMP threads a CPU step started per step
+    where it was measured, as ``experiments/gpu_zoo.py`` records them; None where not recorded). The calibration's reference models measured again beside the zoo
     (``model`` ``reference:<name>``: no zoo module predicts them) are left out."""
     rows = []
     for path in sorted(Path(folder).glob("measure-*.json")):
@@ -89,7 +90,8 @@ def read_measurements(folder: Path) -> pd.DataFrame:
         for point in data["points"]:
             rows.append(dict(model=name, workload=data["workload"], device=data["device"],
                              batch_size=int(point["batch_size"]), measured_s=float(point["latency_s"]),
-                             input_shape=tuple(data["input_shape"]), threads=data.get("threads")))
+                             input_shape=tuple(data["input_shape"]), threads=data.get("threads"),
+                             thread_starts=point.get("thread_starts")))
     return pd.DataFrame(rows)
 
 
@@ -143,7 +145,9 @@ def _input_dtype(model_file: Path) -> str:
 def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir: Optional[Path] = None) -> pd.DataFrame:
     """``measured`` (:func:`read_measurements`) with ``predicted_s``, its interval ``predicted_low_s`` and
     ``predicted_high_s``, and ``launches`` (the kernels the step launches on that device, from its trace) from the profile of each point's device
-    (``crossover.decide`` on ``models_dir/<model>.py:model``; None where no profile has that device).
+    (``crossover.decide`` on ``models_dir/<model>.py:model``; None where no profile has that device). A CPU
+    step's thread starts recorded where it was measured (``thread_starts``) are priced instead of those counted
+    on this machine, whose libraries may start fewer.
 
     Raises
     ------
@@ -170,7 +174,7 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
                 warnings.simplefilter("ignore")
                 decision = decide(model=f"{model_file}:model", input_shape=group["input_shape"].iloc[0],
                                   batch_size=batches, workload=workload, profiles=wanted,
-                                  input_dtype=_input_dtype(model_file))
+                                  input_dtype=_input_dtype(model_file), thread_starts=recorded_starts(group))
             guess = {(d["device"], d["batch_size"]): (d["latency_s"], d.get("launches"), d.get("latency_low_s"),
                                                       d.get("latency_high_s")) for d in decision.devices}
         found = [guess.get((d, b), (None,) * 4) for d, b in zip(group["device"], group["batch_size"])]
@@ -179,6 +183,15 @@ def predict_measurements(measured: pd.DataFrame, profiles: Sequence, models_dir:
     if not out:
         return measured.assign(predicted_s=[], launches=[], predicted_low_s=[], predicted_high_s=[])
     return pd.concat(out, ignore_index=True)
+
+
+def recorded_starts(measured: pd.DataFrame) -> dict:
+    """``{(threads, batch_size): starts}`` of the CPU points of ``measured`` (:func:`read_measurements`) whose
+    thread starts were recorded where they ran."""
+    if "thread_starts" not in measured:
+        return {}
+    cpu = measured[(measured["device"] == "cpu") & measured["thread_starts"].notna() & measured["threads"].notna()]
+    return {(int(t), int(b)): float(n) for t, b, n in zip(cpu["threads"], cpu["batch_size"], cpu["thread_starts"])}
 
 
 def zoo_set_predictions(zoo_set: ZooSet, models_dir: Optional[Path] = None) -> pd.DataFrame:

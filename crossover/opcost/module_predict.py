@@ -47,11 +47,10 @@ memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` n
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import warnings as _warnings
 from collections import defaultdict
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from ..crossings import log_crossings
 from ..measurement.module_rounds import model_mode
@@ -62,7 +61,7 @@ from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
 from .reuse import reuse_s
-from .thread_starts import counts_thread_starts, libraries_warning, module_thread_starts, unpriced_warning
+from .thread_starts import counts_thread_starts, libraries_warning, step_thread_starts, unpriced_warning
 from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
 
@@ -360,7 +359,7 @@ def _sample(example_input, sample_shape, batch_sizes, input_dtype):
 
 def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes: Optional[Sequence[int]] = None,
                    profiles=None, workload: str = "forward", input_dtype=None, transfer: bool = False,
-                   top: int = 5, warn: bool = True):
+                   top: int = 5, warn: bool = True, thread_starts: Optional[Mapping] = None):
     """Predicted step latency of ``model`` on each calibrated device at each batch size.
 
     Parameters
@@ -385,6 +384,11 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
         Costliest ops listed per prediction.
     warn : bool
         Issue a Python warning for each op no calibration covers (they are in ``warnings`` anyway).
+    thread_starts : mapping, optional
+        ``{(threads, batch_size): starts}``: the OpenMP threads a step started where the model was measured
+        (``experiments/gpu_zoo.py`` records them), used for a CPU profile of that many threads instead of
+        counting them here, whose libraries may size their teams otherwise
+        (:func:`crossover.opcost.thread_starts.libraries_warning`, then not raised).
 
     Returns
     -------
@@ -409,7 +413,8 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     dense = sorted(set(batch_sizes) | {2**k for k in range(31) if min(batch_sizes) <= 2**k <= max(batch_sizes)})
     element = _element_size(dtype)
     rows = []  # the threads a step starts, counted by running it at a profile's thread count (thread_starts)
-    starts = functools.cache(lambda b, threads: module_thread_starts(model, shape, b, workload, threads, dtype) or 0.0)
+    starts = step_thread_starts(model, shape, workload, dtype, recorded=thread_starts)
+
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")
@@ -422,10 +427,10 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
             sizes = dict(module_calls=calls, n_params=n_params, param_bytes=param_bytes, input_bytes=input_bytes,
                          transfer=transfer, top=top)
             step = step_prediction(profile, fused[profile.device] if whole else records, **sizes)
-            n = starts(batch_size, profile.threads) if counts_thread_starts(profile, step["latency_s"]) else 0.0
+            n, told = starts(batch_size, profile.threads) if counts_thread_starts(profile, step["latency_s"]) else (0.0, False)
             if n:
                 step = step_prediction(profile, fused[profile.device] if whole else records, thread_starts=n, **sizes)
-            differ = libraries_warning(profile) if counts_thread_starts(profile, step["latency_s"]) else ""
+            differ = libraries_warning(profile) if counts_thread_starts(profile, step["latency_s"]) and not told else ""
             if differ:
                 step["warnings"] = [*step["warnings"], differ]
             rows.append(dict(profile=profile.label, device=profile.device, machine=profile.machine,

@@ -26,12 +26,13 @@ a few threads, then a ReLU on all of them, against both repeated alone (:func:`f
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 from typing import Callable, Mapping, Optional
 
 __all__ = ["THREAD_START", "PAIR", "count_thread_starts", "thread_start_points", "thread_start_step",
-           "fit_thread_start", "module_thread_starts", "counts_thread_starts", "unpriced_warning", "libraries_warning",
+           "fit_thread_start", "module_thread_starts", "step_thread_starts", "counts_thread_starts", "unpriced_warning", "libraries_warning",
            "reference_thread_starts", "reference_step_key", "PROBE_MAX_S", "MIN_THREADS"]
 
 #: The family of the thread-start primitives (CPU only, above one thread).
@@ -235,3 +236,23 @@ def module_thread_starts(model, sample_shape, batch_size: int, workload: str, th
         x = example_input(tuple(sample_shape), batch_size, dtype=dtype, model=subject)
         step = make_module_step(subject, x, workload)
         return count_thread_starts(step, warmup=3, calls=6)
+
+
+def step_thread_starts(model, sample_shape, workload: str, dtype=None, recorded: Optional[Mapping] = None) -> Callable:
+    """A function ``(batch_size, threads) -> (starts, recorded)``: the OpenMP threads a step of ``model``
+    starts per step, from ``recorded`` (``{(threads, batch_size): starts}``, counted where the model was
+    measured) where it holds that pair, else counted here (:func:`module_thread_starts`, once per pair;
+    0 where nothing can be counted), and whether it came from ``recorded``. A 16-thread Intel host's
+    MKL narrows its teams and starts threads that an AMD machine's does not: counted on the host, a step's
+    starts follow it to any machine that predicts it."""
+    known = {(int(t), int(b)): float(n) for (t, b), n in (recorded or {}).items()}
+
+    @functools.cache
+    def counted(batch_size: int, threads: int) -> float:
+        return module_thread_starts(model, sample_shape, batch_size, workload, threads, dtype) or 0.0
+
+    def starts(batch_size: int, threads) -> tuple:
+        key = (int(threads or 0), int(batch_size))
+        return (known[key], True) if key in known else (counted(*key[::-1]), False)
+
+    return starts
