@@ -25,7 +25,7 @@ from .procfs import cgroup_cpu_quota_cores, cpu_frequency
 from .procfs import usable_cores
 
 __all__ = ["environment", "cpu_model_name", "machine_label", "available_memory_bytes", "cuda_available",
-           "require_device", "device_name", "NO_CUDA", "cpu_caches", "llc_bytes", "private_cache_bytes",
+           "require_device", "device_name", "NO_CUDA", "cpu_caches", "llc_bytes", "private_cache_bytes", "gpu_l2_bytes",
            "cpu_physical_cores", "hardware_fingerprint", "scheduler_job", "thread_environment", "torch_build_info",
            "THREAD_ENV_PREFIXES", "THREAD_ENV_NAMES"]
 
@@ -139,6 +139,13 @@ def llc_bytes(default: int = 32 * 2**20) -> int:
 def private_cache_bytes(default: int = 2**19) -> int:
     """One core's private (L2) cache as sysfs lists it for CPU 0, or ``default``."""
     return cpu_caches().get("L2") or default
+
+
+def gpu_l2_bytes(default: int = 50 * 2**20) -> int:
+    """The first CUDA device's L2 cache (what "cold" weights must exceed on a GPU), or ``default``."""
+    import torch
+
+    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or default)
 
 
 def cpu_physical_cores(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> Optional[int]:

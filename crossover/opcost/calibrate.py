@@ -7,39 +7,40 @@ writes every visit to ``DIR/calibration.csv.gz`` and condenses them with :func:`
 How the visits become a profile: a primitive's time is the 10th percentile of its repeats pooled over every round. A
 round whose drift reference lay more than :data:`crossover.results.statistics.DRIFT_LIMIT` above its quiet level is
 reported (``meta["drifted_rounds"]``) and pooled all the same: the reference, a matrix product, does not read the state
-of host-bound primitives (on the AMD VM a batch-1 GRU primitive: 2.32 ms over the other rounds, 1.32 ms over all
-eight), and a slow round does not reach a 10th percentile (``amd-epyc-2c/logs/rounds_pooled_1129.log``). The overheads
-are differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain with autograd recording
-minus the same chain under ``no_grad``; the backward engine's cost per op and per call come from the slope and
-intercept of (forward + backward) − forward over two chain lengths, less the backward's own multiplications; the
-optimizer's per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16 parameters, less each
-update's ``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages mapped for the call
-(:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB buffers are) less
-filling a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write). ``wake_s`` and
-``wake_after_s``: what a parallel op pays once its threads slept, and after how long a serial gap
-(:mod:`crossover.opcost.thread_wake`; not timed at one thread); ``thread_start_s``: an OpenMP thread started anew
-(:mod:`crossover.opcost.thread_starts`). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_`` alike): the fused
-inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve ``reuse``: a
-step's state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift reference's
-mean deviation from its median over the rounds not drifted (``interval_noise_floor_1128.log``). A calibration cut short
-keeps its whole rounds (``meta["rounds"]``).
+of host-bound primitives (on the AMD VM a batch-1 GRU primitive: 2.32 ms over the other rounds, 1.32 ms over all eight),
+and a slow round does not reach a 10th percentile (``amd-epyc-2c/logs/rounds_pooled_1129.log``). The overheads are
+differences of primitives: ``grad_record_s`` is the per-op slope of a multiplication chain with autograd recording minus
+the same chain under ``no_grad``; the backward engine's cost per op and per call come from the slope and intercept of
+(forward + backward) − forward over two chain lengths, less the backward's own multiplications; the optimizer's
+per-parameter and fixed costs from SGD steps (``zero_grad`` included) over 1 and 16 parameters, less each update's
+``add_``. ``fresh_byte_s`` is the page-fault cost per byte: filling 40 MiB on pages mapped for the call
+(:func:`crossover.measurement.allocator.fresh_pages_fill`, faulted in as a step's fresh 32 MiB buffers are) less filling
+a kept tensor, over its bytes (0.25 ns a byte on the 2-core VM, 10-16 times the write). ``wake_s`` and ``wake_after_s``:
+what a parallel op pays once its threads slept, and after how long a serial gap (:mod:`crossover.opcost.thread_wake`;
+not timed at one thread); ``thread_start_s``: an OpenMP thread started anew (:mod:`crossover.opcost.thread_starts`);
+``conv_neighbours_native_s`` and ``conv_neighbours_mkldnn_s``: a forward convolution among other kernels, per call
+(:mod:`crossover.opcost.conv_neighbours`). ``fused_mha_s``, ``fused_mha_scale`` (``fused_encoder_`` alike): the fused
+inference layers timed whole against their kernels (:mod:`crossover.opcost.fused_layers`). The curve ``reuse``: a step's
+state read back from the shared cache (:mod:`crossover.opcost.reuse`). The noise floor: the drift reference's mean
+deviation from its median over the rounds not drifted (``interval_noise_floor_1128.log``). A calibration cut short keeps
+its whole rounds (``meta["rounds"]``).
 
-Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model
-than per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic
-reference models (:data:`REFERENCE_MODELS <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's)
-are timed whole, forward and training step, and ``event_s`` (per host event: op, view or module call) and
-``train_host_extra`` (how much more a training step's autograd and optimizer host work costs than in the tight loops
-that calibrated it: on the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step,
-``bench_in_model.py``), ``conv_forward_extra`` (a convolution between other ops against the same one repeated alone:
-LeNet-5's run 0.8-1.4 times as long) and ``backward_extra`` (the same for the backward pass's matrix products and
-memory-bound ops) and ``conv_train_s`` (per forward convolution of a training step: :mod:`.composition`) are fitted
-to what the primitives leave unexplained on three of them, the others predicted unseen (non-negative least squares of the relative residuals; on a GPU only the
-host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
+Ops timed alone do not pay everything composing them costs: the autograd engine does more per node of a real model than
+per node of a chain, and a sequence of different ops dispatches slower than one op repeated. Five generic reference
+models (:data:`REFERENCE_MODELS <crossover.opcost.reference_models.REFERENCE_MODELS>`, none of the zoo's) are timed
+whole, forward and training step, and ``event_s`` (per host event: op, view or module call) and ``train_host_extra``
+(how much more a training step's autograd and optimizer host work costs than in the tight loops that calibrated it: on
+the 2-core VM about 1.3 more, ``SGD.step`` 23 µs alone and 49-66 µs in a step, ``bench_in_model.py``),
+``conv_forward_extra`` (a convolution between other ops against the same one repeated alone: LeNet-5's run 0.8-1.4 times
+as long) and ``backward_extra`` (the same for the backward pass's matrix products and memory-bound ops) and
+``conv_train_s`` (per forward convolution of a training step: :mod:`.composition`) are fitted to what the primitives
+leave unexplained on three of them, the others predicted unseen (non-negative least squares of the relative residuals;
+on a GPU only the host terms); ``meta["reference_models"]`` reports the fit, ``model_error_rel`` its median error.
 
-On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls
-do not show: the reference models are also timed synchronised (``model_sync``), the composition fitted on those;
-``step_sync_s`` is a tiny kernel launched and waited for (``launch_sync``) less its dispatch. The GPU's drift
-reference, a 2048³ product, reads the device, not host jitter. cuDNN's GRU is timed whole (``rnn``).
+On a GPU the prediction is for a synchronised step (one request served: what ``measure`` times), which queued calls do
+not show: the reference models are also timed synchronised (``model_sync``), the composition fitted on those;
+``step_sync_s`` is a tiny kernel launched and waited for (``launch_sync``) less its dispatch. The GPU's drift reference,
+a 2048³ product, reads the device, not host jitter. cuDNN's GRU is timed whole (``rnn``).
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from .activations import ACTIVATION_FAMILY, curve_name
-from ..measurement.environment import llc_bytes, private_cache_bytes
-from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, SYNCED_MODEL, fresh_buffers,
-                               make_step, points, reference_point)
+from ..measurement.environment import gpu_l2_bytes, llc_bytes, private_cache_bytes
+from .calibration_plan import (CHAIN_LENGTHS, FRESH_PROBE_BYTES, PLANS, SGD_PARAMS, Plan, SYNCED_MODEL, fresh_buffers, make_step,
+                               points, reference_point)
 from ..errors import ConfigError
 from .attention_heads import BACKWARD as ATTENTION_BACKWARD, head_curves
 from .batched_products import BATCHED, BMM_MATRIX, fit_bmm_matrix_s
@@ -67,6 +68,7 @@ from .reuse import REUSE, fit_reuse
 from .short_rows import calibrated_lanes
 from .thread_starts import THREAD_START, fit_thread_start, reference_thread_starts
 from .thread_wake import WAKE, fit_wake
+from .conv_neighbours import NEIGHBOURS, fit_neighbours  # wake-ups, thread starts, a convolution among other kernels
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
@@ -136,7 +138,7 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         raise ConfigError(f"unknown device {device!r}; expected cpu or cuda")
     require_device(device)
     start = time.perf_counter()
-    llc = llc_bytes() if device == "cpu" else _gpu_l2_bytes()
+    llc = llc_bytes() if device == "cpu" else gpu_l2_bytes()
     with num_threads(threads) as threads_used:
         plan_points = points(plan, device, threads_used)
         pools = {}
@@ -225,13 +227,6 @@ def run_calibration(device: str, out_dir, *, plan: Plan = PLANS["quick"], seed: 
     check_out_dir(out_dir, force)  # Ctrl-C raises here (crossover calibrate keeps the whole rounds instead)
     run = measure_calibration(device, plan, seed=seed, threads=threads, on_progress=on_progress)
     return save_calibration(out_dir, run, machine=machine)
-
-
-def _gpu_l2_bytes(default: int = 50 * 2**20) -> int:
-    """The GPU's L2 cache (what "cold" weights must exceed on a GPU)."""
-    import torch
-
-    return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or default)
 
 
 def rebuild_profile(directory) -> Profile:
@@ -418,7 +413,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     if device == "cpu":  # the recurrent steps' terms (the module call left to the model's own count), strides
         overheads.update(fit_recurrent_terms(rnn_cells, lstm_cells, families, overheads),
                          **native_terms(families), **{BMM_MATRIX: fit_bmm_matrix_s(families)},
-                         **fit_wake(families, overheads["dispatch_s"]), **fit_thread_start(families))  # wake-ups, starts
+                         **fit_wake(families, overheads["dispatch_s"]), **fit_thread_start(families), **fit_neighbours(families))
     if device == "cuda":
         overheads["launch_s"] = overheads["dispatch_s"]
         overheads["sync_s"] = overhead("sync")
@@ -445,7 +440,7 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
     for family, items in families.items():
         if family in ("overhead", "matmul", "matmul_check", "matmul_outer", "matmul_host", "conv", "conv_backward",
                       "conv1d", "model", SYNCED_MODEL, "matmul_narrow", STRIDED, STRIDED_BACKWARD, TRANSPOSED, POINTWISE,
-                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE, *RECURRENT_TRAIN):
+                      BATCHED, DILATED, ATTENTION_BACKWARD, WAKE, THREAD_START, FUSED, REUSE, NEIGHBOURS, *RECURRENT_TRAIN):
             continue
         beyond = beyond_the_op(family, overheads) if device == "cpu" else 0.0  # a GPU's: queued behind its kernels
         if family == "rnn" and device == "cpu":  # the fallback curve is over one length's FLOPs

@@ -39,6 +39,7 @@ from .recurrent_layers import GRU_TRAIN, LSTM_TRAIN, RECURRENT_TRAIN, recurrent_
 from .reuse import REUSE, reuse_points, reuse_step
 from .thread_starts import THREAD_START, thread_start_points, thread_start_step
 from .thread_wake import WAKE, wake_points, wake_step
+from .conv_neighbours import NEIGHBOURS, neighbour_points, neighbour_step
 from .reference_models import REFERENCE_MODELS, reference_model
 
 __all__ = ["Plan", "Point", "PLANS", "points", "make_step", "REFERENCE", "reference_point", "CHAIN_LENGTHS", "SGD_PARAMS",
@@ -236,6 +237,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
                 for family, name, gap, (n,) in wake_points() if threads != 1]  # one thread: no team to wake
         out += [Point(family, name, m=shape[0], n=shape[1], x=x) for family, name, x, shape in thread_start_points(threads)]
+        out += [Point(family, name) for family, name in neighbour_points()]  # a convolution among other kernels
         out += [Point(family, name, m=round(x * 100), k=shape[1], n=shape[2], x=x)  # m: the span in hundredths
                 for family, name, x, shape in reuse_points()]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
@@ -460,8 +462,9 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return subvector_step(point.name, point.shape, device)
     if point.family in (BATCHED, FUSED):
         return (batched_step if point.family == BATCHED else fused_step)(point.name, point.shape, device)
-    if point.family in (WAKE, THREAD_START):
-        return wake_step(point.x, device) if point.family == WAKE else thread_start_step(point.name, device)
+    if point.family in (WAKE, THREAD_START, NEIGHBOURS):
+        return wake_step(point.x, device) if point.family == WAKE else \
+            (thread_start_step if point.family == THREAD_START else neighbour_step)(point.name, device)
     if point.family == REUSE:  # the span of weight copies in private caches: the core's times the threads
         from ..measurement.environment import private_cache_bytes
 

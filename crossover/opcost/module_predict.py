@@ -4,19 +4,18 @@
 (:func:`crossover.opcost.trace.trace_module`: fake tensors, nothing runs at full cost), costs every op on
 every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
 
-- on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward
-  2-D convolution's and a depthwise one's times ``1 + conv_forward_extra`` (fitted on the reference CNN's
-  dense ones; a 1-D one costed on its own grids, or a pointwise one on its own, is not scaled) and a
-  backward kernel's other than a convolution's times ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on
-  reference models; on a GPU these scale kernel time), plus per step the host work no
-  op records: ``module_call_s`` per module called, ``event_s`` per op or module call (ops in a
-  sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs of 32 MiB or
-  more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a
-  cost the calibration measures with a primitive of its own), and for a training step
-  autograd's recording per forward op, the backward engine (once and per backward op) and the
-  optimizer (once and per parameter), times ``1 + train_host_extra`` (this host work runs slower in a
-  real step than in the calibration's tight loops; fitted on reference models), and ``conv_train_s`` per
-  forward convolution (a convolution costs a training step more than its primitives: fitted alike);
+- on a CPU: the sum of the ops' times (each including its dispatch; beyond its floor, a forward 2-D convolution's and a
+  depthwise one's times ``1 + conv_forward_extra`` (fitted on the reference CNN's dense ones; a 1-D one costed on its
+  own grids, or a pointwise one on its own, is not scaled) and a backward kernel's other than a convolution's times
+  ``1 + backward_extra``: ops run slower in a model than repeated alone, by factors fitted on reference models; on a GPU
+  these scale kernel time), plus per step the host work no op records: ``module_call_s`` per module called, ``event_s``
+  per op or module call (ops in a sequence dispatch slower than one op repeated), ``fresh_byte_s`` per byte of outputs
+  of 32 MiB or more (glibc maps them afresh at every allocation and the kernel faults them in page by page: a cost the
+  calibration measures with a primitive of its own), and for a training step autograd's recording per forward op, the
+  backward engine (once and per backward op) and the optimizer (once and per parameter), times ``1 + train_host_extra``
+  (this host work runs slower in a real step than in the calibration's tight loops; fitted on reference models), and
+  ``conv_train_s`` per forward convolution (a convolution costs a training step more than its primitives: fitted alike);
+  and per forward convolution its path's price among other kernels (:mod:`crossover.opcost.conv_neighbours`: measured);
 - on a GPU, a synchronised step (one request served, what ``measure`` times):
   ``max(host time, device kernel time) + step_sync_s``, where the host time is per op its family's
   host floor (:func:`crossover.opcost.op_costs.op_cost`: what a tiny op of the family costs the host,
@@ -27,21 +26,19 @@ every profile (:func:`crossover.opcost.op_costs.op_cost`) and composes the step:
   input when ``transfer=True``. The composition terms of a GPU profile are fitted on the reference
   models' synchronised steps.
 
-The interval is ``latency × (1 ± r)`` (on a CPU its low end ``(latency − fault_s) × (1 − r)``, at least a
-tenth of the latency: the page faults of the step's buffers of 32 MiB or more are paid only when glibc's
-heap has no free block to serve them from, which depends on the process's history, not on the model;
-see :mod:`crossover.measurement.allocator`) where ``r`` is the
-calibration's round-to-round spread of the families the step spends its time in, over the square root of the
-rounds it kept (a cost pools its repeats over them: the spread of that pooled statistic, not of one round's
-median; rescored on the Intel VM's 862 zoo measurements of 39 sittings, 85.5% inside at a median half-width
-of 21.8% with one round's, 82.0% at 18.4% with the pooled one: ``intel-xeon-2c/logs/rescore_pooled_spread_1129.log``),
-and at least the
-profile's noise floor (its drift reference's spread) and its interval error (``interval_rel``: the
+The interval is ``latency × (1 ± r)`` (on a CPU its low end ``(latency − fault_s) × (1 − r)``, at least a tenth of the
+latency: the page faults of the step's buffers of 32 MiB or more are paid only when glibc's heap has no free block to
+serve them from, which depends on the process's history, not on the model; see :mod:`crossover.measurement.allocator`)
+where ``r`` is the calibration's round-to-round spread of the families the step spends its time in, over the square root
+of the rounds it kept (a cost pools its repeats over them: the spread of that pooled statistic, not of one round's
+median; rescored on the Intel VM's 862 zoo measurements of 39 sittings, 85.5% inside at a median half-width of 21.8%
+with one round's, 82.0% at 18.4% with the pooled one: ``intel-xeon-2c/logs/rescore_pooled_spread_1129.log``), and at
+least the profile's noise floor (its drift reference's spread) and its interval error (``interval_rel``: the
 leave-one-out error of this composition on the calibration's reference models' forward steps at
-:data:`crossover.opcost.composition.INTERVAL_COVERAGE`, 80%; for a training step ``train_interval_rel``,
-the same over their training steps; the median for an older profile). ``launch_share``, ``memory_share`` and
-``compute_share`` split the latency into the dispatch/launch floors and host overheads, the rest of
-memory-bound ops, and the rest of matmul, convolution and attention; ``bound`` names the largest.
+:data:`crossover.opcost.composition.INTERVAL_COVERAGE`, 80%; for a training step ``train_interval_rel``, the same over
+their training steps; the median for an older profile). ``launch_share``, ``memory_share`` and ``compute_share`` split
+the latency into the dispatch/launch floors and host overheads, the rest of memory-bound ops, and the rest of matmul,
+convolution and attention; ``bound`` names the largest.
 """
 
 from __future__ import annotations
@@ -61,6 +58,7 @@ from .op_costs import fresh_bytes, op_cost
 from .trace import op_name
 from .profiles import Profile, load_profiles
 from .reuse import reuse_s
+from .conv_neighbours import neighbours_s
 from .thread_starts import counts_thread_starts, libraries_warning, step_thread_starts, unpriced_warning
 from .thread_wake import step_wake_s, wake_warning
 from ..units import format_seconds
@@ -164,7 +162,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
         ``latency_s``, ``latency_low_s``, ``latency_high_s``, ``host_s``, ``device_s``, ``sync_s``,
         ``copy_s``, ``overhead_s`` (host work no op records; on a CPU it includes ``fault_s``, the page faults
         of the step's fresh buffers, and a training step's ``conv_train_s`` per forward convolution, every
-        kind: ``conv_trains`` of them), ``autograd_s`` (of it, a training step's
+        kind: ``conv_trains`` of them, and ``neighbours_s``: :mod:`.conv_neighbours`), ``autograd_s`` (of it, a training step's
         autograd and optimizer work, scaled by the profile's ``train_host_extra``), ``thread_starts`` and
         ``thread_starts_s``, ``wake_s`` and
         ``wake_regions`` (a CPU's parallel ops that wait for sleeping threads, :mod:`.thread_wake`), ``reuse_s``
@@ -225,7 +223,8 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
             warnings.append(cost.warning)
     train = phase_ops.get("backward", 0) > 0 or phase_ops.get("optimizer", 0) > 0
     faults = 0.0 if on_gpu else fresh * o("fresh_byte_s")  # a GPU's caching allocator faults nothing
-    overhead = module_calls * o("module_call_s") + faults + host_events(rows, module_calls) * o("event_s")
+    neighbours = neighbours_s(profile, rows)  # forward convolutions among other kernels (.conv_neighbours)
+    overhead = module_calls * o("module_call_s") + faults + host_events(rows, module_calls) * o("event_s") + neighbours
     autograd = autograd_calibrated = 0.0  # the latter as the primitives cost it, without train_host_extra
     if train:
         autograd_calibrated = (phase_ops.get("forward", 0) * o("grad_record_s") + o("backward_call_s")
@@ -288,7 +287,7 @@ def step_prediction(profile: Profile, rows, *, module_calls: int, n_params: int,
                 autograd_s=autograd, wake_s=wake_paid_s, wake_regions=wake_regions, thread_starts=thread_starts,
                 thread_starts_s=starts_s, reuse_s=state_s,
                 footprint_bytes=footprint, conv_forward_s=conv_forward,
-                backward_kernels_s=backward_kernels, conv_trains=convolutions if train else 0,
+                backward_kernels_s=backward_kernels, conv_trains=convolutions if train else 0, neighbours_s=neighbours,
                 launches=launches, flops=flops, bytes=moved, weights="cold" if cold else "hot",
                 launch_share=shares["launch"], memory_share=shares["memory"], compute_share=shares["compute"],
                 bound=max(shares, key=shares.get),
