@@ -68,7 +68,7 @@ from .reuse import REUSE, fit_reuse
 from .short_rows import calibrated_lanes
 from .thread_starts import THREAD_START, fit_thread_start, reference_thread_starts
 from .thread_wake import WAKE, fit_wake
-from .conv_neighbours import NEIGHBOURS, fit_neighbours  # wake-ups, thread starts, a convolution among other kernels
+from .conv_neighbours import NEIGHBOUR_VISITS, NEIGHBOURS, fit_neighbours  # wake-ups, thread starts, a convolution among other kernels
 from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
@@ -144,9 +144,9 @@ def measure_calibration(device: str, plan: Plan = PLANS["quick"], *, seed: int =
         pools = {}
         steps = [(p.key, make_step(p, device, llc=llc, pool_factor=plan.cold_pool_factor, cache=pools))
                  for p in plan_points]
-        # each reference step visited plan.reference_visits times a round (pooled under its key)
-        steps += [step for step, p in zip(steps, plan_points) if p.family in ("model", SYNCED_MODEL)
-                  for _ in range(plan.reference_visits - 1)]
+        # each reference step visited plan.reference_visits times a round, a convolution among others more (its quicker)
+        visits_of = {"model": plan.reference_visits, SYNCED_MODEL: plan.reference_visits, NEIGHBOURS: NEIGHBOUR_VISITS}
+        steps += [step for step, p in zip(steps, plan_points) for _ in range(visits_of.get(p.family, 1) - 1)]
         extra_keys = {key for key, _ in extra_steps}
         reference = reference_point(device)
         if extra_keys & ({key for key, _ in steps} | {reference.key}):

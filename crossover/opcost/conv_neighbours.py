@@ -30,7 +30,7 @@ from typing import Callable, Mapping, Sequence
 from .op_costs import conv_backend
 from .trace import op_name
 
-__all__ = ["NEIGHBOURS", "CONVOLUTIONS", "OTHERS", "neighbour_points", "neighbour_step", "fit_neighbours",
+__all__ = ["NEIGHBOURS", "NEIGHBOUR_VISITS", "CONVOLUTIONS", "OTHERS", "neighbour_points", "neighbour_step", "fit_neighbours",
            "neighbours_s", "price_name"]
 
 #: The calibration family of the primitives.
@@ -44,6 +44,11 @@ CONVOLUTIONS = {"native": ((1, 8, 256), (32, 8, 5)), "mkldnn": ((1, 6, 14, 14), 
 OTHERS = ("max_pool1d", "layer_norm", "linear", "softmax")
 #: The primitives' names besides ``<path>/rotation`` and ``<path>/alone``.
 OTHERS_NAME = "others"
+#: Visits of each primitive a round, each round's quicker kept (as a reference model's): the price is a difference
+#: of three, and this host switches between a fast and a slower state for seconds at a time; visited once a round,
+#: in sitting 1129h's one-thread calibration the native convolution alone read 35.2 µs (27.8 in the fast state:
+#: ``conv_neighbours_1129.log``) while its rotation read as fast as there (64.4 µs), and the native price 0.7 µs.
+NEIGHBOUR_VISITS = 4
 
 
 def price_name(backend: str) -> str:
