@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from crossover.opcost.conv_neighbours import NEIGHBOUR_VISITS, NEIGHBOURS, neighbour_points
 from crossover.opcost.calibrate import build_profile, read_calibration, run_calibration
 from crossover.measurement.environment import llc_bytes
 from crossover.opcost.calibration_plan import FRESH_PROBE_BYTES, PLANS, make_step, points
@@ -63,7 +64,10 @@ def test_each_reference_step_is_visited_as_often_a_round_as_the_plan_says(tmp_pa
     for r in models:
         per_round[(r["round"], r["key"])] = per_round.get((r["round"], r["key"]), 0) + 1
     assert set(per_round.values()) == {2} and len(per_round) == 2 * 2  # 2 rounds x (forward, train)
-    assert len(rows) == 2 * (len(points(twice)) + 1 + 2)
+    neighbours = (NEIGHBOUR_VISITS - 1) * len(neighbour_points())  # a convolution among others: visited more
+    assert len(rows) == 2 * (len(points(twice)) + 1 + 2 + neighbours)
+    assert {r["key"] for r in rows if r["family"] == NEIGHBOURS} and \
+        sum(r["family"] == NEIGHBOURS for r in rows) == 2 * NEIGHBOUR_VISITS * len(neighbour_points())
     assert load_profile(tmp_path / "p").meta["reference_models"]  # pooled: one report per step
 
 

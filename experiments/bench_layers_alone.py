@@ -1,0 +1,90 @@
+"""Each leaf layer of a zoo model alone, on the input it gets in the model's step, predicted against measured.
+
+    python experiments/bench_layers_alone.py depthwise_cnn --batch-size 64 --profile DIR [--threads 1] [--rounds 150]
+
+Tells a miss of an op's own cost (a shape the calibration's grids cost wrongly alone) from one of composing
+it into the step: each leaf module is wrapped alone, predicted from the profile as a one-layer model (so each
+prediction carries one step's per-step costs too), and timed on a copy of the input it received in one
+forward pass of the model, every layer in turn in each round (a block of five calls each; the 10th percentile
+of a layer's blocks), the allocator settled as every measurement. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="a model of experiments/zoo (e.g. depthwise_cnn)")
+    parser.add_argument("--batch-size", type=int, default=1)
+    parser.add_argument("--profile", type=Path, required=True, help="calibration profile directory")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=150)
+    args = parser.parse_args(argv)
+    import torch
+
+    from crossover.measurement.allocator import settle_allocator
+    from crossover.measurement.user_module import input_dtype, load_factory
+    from crossover.opcost.module_predict import predict_module
+    from crossover.opcost.profiles import load_profile
+
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(args.threads)
+    path = ZOO / f"{args.model}.py"
+    if not path.exists():
+        parser.error(f"no zoo model {args.model!r} ({path} does not exist)")
+    factory = load_factory(f"{path}:model")
+    shape = tuple(factory.__globals__["INPUT_SHAPE"])
+    dtype = input_dtype(factory.__globals__.get("INPUT_DTYPE", "float32"))
+    torch.manual_seed(0)
+    model = factory().eval()
+    profile = load_profile(args.profile)
+    leaves, inputs = [], []
+
+    def record(module, given, _):
+        leaves.append(module)
+        inputs.append(given[0].detach().clone())
+
+    hooks = [m.register_forward_hook(record) for m in model.modules() if not list(m.children())]
+    with torch.no_grad():
+        model(torch.randn(args.batch_size, *shape) if dtype.is_floating_point else
+              torch.randint(0, 100, (args.batch_size, *shape)))
+    for hook in hooks:
+        hook.remove()
+    alone = [torch.nn.Sequential(m) for m in leaves]
+    predicted = [float(predict_module(layer, sample_shape=tuple(x.shape[1:]), batch_sizes=[args.batch_size],
+                                      input_dtype=x.dtype, profiles=[profile], warn=False)["latency_s"][0])
+                 for layer, x in zip(alone, inputs)]
+    settle_allocator()
+    times = [[] for _ in leaves]
+    with torch.no_grad():
+        for layer, x in zip(alone, inputs):
+            for _ in range(20):
+                layer(x)
+        for _ in range(args.rounds):
+            for i, (layer, x) in enumerate(zip(alone, inputs)):
+                start = time.perf_counter()
+                for _ in range(5):
+                    layer(x)
+                times[i].append((time.perf_counter() - start) / 5)
+    print(f"{args.model} batch {args.batch_size}, {args.threads} thread(s), {args.rounds} rounds; profile {args.profile}")
+    total_p = total_m = 0.0
+    for layer, x, p, t in zip(leaves, inputs, predicted, times):
+        m = float(np.quantile(t, 0.1))
+        total_p, total_m = total_p + p, total_m + m
+        print(f"{type(layer).__name__:20s} {str(tuple(x.shape)):18s} predicted {p * 1e6:9.1f} µs  measured "
+              f"{m * 1e6:9.1f} µs  {100 * (p / m - 1):+6.1f}%")
+    print(f"{'sum':39s} predicted {total_p * 1e6:9.1f} µs  measured {total_m * 1e6:9.1f} µs  {100 * (total_p / total_m - 1):+6.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
