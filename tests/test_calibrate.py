@@ -37,7 +37,7 @@ def test_tiny_calibration_writes_a_readable_profile(tmp_path):
     assert loaded.llc_bytes == llc_bytes() and loaded.meta["environment"]["cpu_model"]
     rows = read_calibration(tmp_path / "p")
     assert {r["round"] for r in rows} == {0, 1} and sum(r["reference"] for r in rows) == 2
-    assert len(rows) == 2 * (len(points(TINY)) + 1)
+    assert len(rows) == 2 * (len(points(TINY)) + 1 + (NEIGHBOUR_VISITS - 1) * len(neighbour_points()))
     rebuilt = build_profile(rows, device="cpu", machine="tiny", llc=loaded.llc_bytes, threads=loaded.threads,
                             cache_bytes=loaded.cache_bytes)  # as rebuild_profile does: the reuse term reads both
     assert rebuilt.overheads == pytest.approx(loaded.overheads)
