@@ -121,10 +121,10 @@ def round_files(device: str, keys: list, visits: list, shapes: dict, rounds: int
             mine = by_key[(name, workload, batch)]
             stats = summarise_rounds(mine)
             device_stats = summarise_rounds(mine, device_time=True) if device == "cuda" else {"latency_s": float("nan")}
-            counted = {} if (starts or {}).get((name, workload, batch)) is None else \
-                {"thread_starts": starts[(name, workload, batch)]}
+            counted = (starts or {}).get((name, workload, batch))
             points.append(dict(device=device, batch_size=batch, workload=workload, **stats,
-                               device_latency_s=device_stats["latency_s"], threads=threads, **counted))
+                               device_latency_s=device_stats["latency_s"], threads=threads,
+                               **({} if counted is None else {"thread_starts": counted})))
         reference = name.startswith("reference_")
         data = {"model": f"reference:{name[len('reference_'):]}" if reference else f"{ZOO / name}.py:model",
                 "input_shape": list(shapes[name]), "workload": workload, "device": device, "threads": threads,

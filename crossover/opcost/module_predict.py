@@ -413,7 +413,6 @@ def predict_module(model, example_input=None, *, sample_shape=None, batch_sizes:
     element = _element_size(dtype)
     rows = []  # the threads a step starts, counted by running it at a profile's thread count (thread_starts)
     starts = step_thread_starts(model, shape, workload, dtype, recorded=thread_starts)
-
     for batch_size in dense:
         table, calls = trace_step(model, shape, batch_size, workload, dtype)
         records = table.to_dict("records")

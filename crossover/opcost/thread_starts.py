@@ -252,7 +252,9 @@ def step_thread_starts(model, sample_shape, workload: str, dtype=None, recorded:
         return module_thread_starts(model, sample_shape, batch_size, workload, threads, dtype) or 0.0
 
     def starts(batch_size: int, threads) -> tuple:
-        key = (int(threads or 0), int(batch_size))
-        return (known[key], True) if key in known else (counted(*key[::-1]), False)
+        batch_size, threads = int(batch_size), int(threads or 0)
+        if (threads, batch_size) in known:
+            return known[(threads, batch_size)], True
+        return counted(batch_size, threads), False
 
     return starts
