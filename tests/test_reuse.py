@@ -50,13 +50,15 @@ def _families(times_s):
 
 def test_the_curve_is_the_extra_per_byte_over_the_product_alone():
     alone = 3 * US
-    extras = [0.0, 0.0, 1e-6, 3e-6, 6e-6, 7e-6, 7e-6, 7e-6]  # at REUSE_FACTORS
+    extras = [0.0, 0.0, 1e-6, 3e-6, 6e-6, 7e-6, 7e-6, 7e-6, 9e-6, 12e-6, 12e-6, 12e-6]  # at REUSE_FACTORS
+    assert len(extras) == len(REUSE_FACTORS)
     curve = fit_reuse(_families([alone + e for e in extras]))
     assert curve.x == REUSE_FACTORS[1:]
-    assert curve.time_s[-1] == pytest.approx(7e-6 / PROBE_BYTES)
+    assert curve.time_s[-1] == pytest.approx(12e-6 / PROBE_BYTES)
     assert curve.time_s[2] == pytest.approx(3e-6 / PROBE_BYTES)
+    assert curve.time_s[7] == pytest.approx(9e-6 / PROBE_BYTES)  # past four private caches: the shared level's share
     # a noisy dip is pooled with its neighbour: never cheaper to read from farther
-    noisy = fit_reuse(_families([alone + e for e in (0.0, 0.0, 1e-6, 5e-6, 3e-6, 7e-6, 7e-6, 7e-6)]))
+    noisy = fit_reuse(_families([alone + e for e in (0.0, 0.0, 1e-6, 5e-6, 3e-6, 7e-6, 7e-6, 7e-6, 7e-6, 7e-6, 7e-6, 7e-6)]))
     assert all(b >= a for a, b in zip(noisy.time_s, noisy.time_s[1:]))
     assert noisy.time_s[2] == pytest.approx(4e-6 / PROBE_BYTES)
     assert fit_reuse({}) is None  # a calibration without the primitives: no curve
@@ -117,6 +119,15 @@ def test_the_calibration_times_the_probe_over_each_span_and_builds_the_curve():
                                   k=256, n=256, x=x) for x in REUSE_FACTORS]
     profile = build_profile(rows, device="cpu", machine="test", threads=1, cache_bytes=2 * MIB)
     assert profile.curves[REUSE].time_s[-1] == pytest.approx(2 * US / PROBE_BYTES)
+
+
+def test_spans_past_the_widest_are_left_out_of_the_plan():
+    from crossover.opcost.reuse import MAX_SPAN_BYTES, reuse_points
+
+    assert [x for _, _, x, _ in reuse_points(2**19)] == list(REUSE_FACTORS)  # the AMD VM at one thread: 32 MiB at most
+    sixteen = [x for _, _, x, _ in reuse_points(16 * 2 * MIB)]  # a 16-thread host with 2 MiB of L2 a core
+    assert sixteen == [x for x in REUSE_FACTORS if x <= 8.0] and 8.0 * 32 * MIB == MAX_SPAN_BYTES
+    assert [x for _, _, x, _ in reuse_points(2**40)] == [x for x in REUSE_FACTORS if x <= 4.0]  # four caches always
 
 
 def test_the_probe_reads_every_copy_at_the_start_of_a_visit(monkeypatch):

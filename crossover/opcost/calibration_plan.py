@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..measurement.environment import private_cache_bytes
 from ..measurement.module_rounds import ROUND_OPTIONS as _ROUND
 from ..measurement.timer import TimerOptions
 from .activations import ACTIVATION_ELEMENTS, ACTIVATION_FAMILY, ACTIVATION_OPS, activation_bytes, activation_step
@@ -239,7 +240,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point(family, name, m=shape[0], n=shape[1], x=x) for family, name, x, shape in thread_start_points(threads)]
         out += [Point(family, name) for family, name in neighbour_points()]  # a convolution among other kernels
         out += [Point(family, name, m=round(x * 100), k=shape[1], n=shape[2], x=x)  # m: the span in hundredths
-                for family, name, x, shape in reuse_points()]
+                for family, name, x, shape in reuse_points(private_cache_bytes() * threads if threads else None)]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):
         out.append(Point("matmul", "addmm", m, kn, kn, x=2.0 * m * kn * kn))
         if kn in plan.cold_kn:
@@ -466,8 +467,6 @@ def make_step(point: Point, device: str = "cpu", *, llc: int = 32 * 2**20, pool_
         return wake_step(point.x, device) if point.family == WAKE else \
             (thread_start_step if point.family == THREAD_START else neighbour_step)(point.name, device)
     if point.family == REUSE:  # the span of weight copies in private caches: the core's times the threads
-        from ..measurement.environment import private_cache_bytes
-
         return reuse_step(point.x, private_cache_bytes() * torch.get_num_threads(), device)
     if point.family in ("elementwise", "reduction", "pool", "pool_backward", "copy", "rng", CHAIN_FAMILY):
         return _memory_step(point, device)

@@ -16,7 +16,13 @@ pays up to 36 and 121 µs of it).
 The calibration measures it (family :data:`REUSE`): a one-row product over a :data:`PROBE_KN` ×
 :data:`PROBE_KN` weight, cycling over copies that span each of :data:`REUSE_FACTORS` times the profile's
 private cache bytes (its ``cache_bytes``: the private cache of a core times the threads), beside the same
-product on one weight. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
+product on one weight. The spans reach 64 private caches: on the AMD VM (512 KiB of L2 a core) the shared
+level a process gets is far smaller than the 32 MiB L3 it reports, and a product cycling over weights that
+span 4 to 8 MiB at one thread, 8 to 16 MiB at two, pays 90-160 ps a weight byte beyond the same product on
+one weight, about alike for 1, 16 and 64 rows and for 256 KiB and 2 MiB weights
+(``experiments/bench_reuse_products.py``, ``results/amd-epyc-2c/logs/reuse_products_1129.log``); spans up to
+four caches (2 MiB there) saw none of it, and the zoo's encoder layer, 5.3 MiB of weights, read 23-33% low
+at batch 1 in every sitting of 1129i-j. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
 against that multiple. A step's rows carry ``state_bytes`` (the bytes of their arguments that are the
 model's parameters, buffers or gradients: :mod:`crossover.opcost.trace`); :func:`reuse_s` puts the step's
 footprint on the curve and charges each row its state bytes at the rate there, less the rate its own state
@@ -34,24 +40,29 @@ private cache under 1 MiB the smallest spans round to one copy.
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
-__all__ = ["REUSE", "REUSE_FACTORS", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
+__all__ = ["REUSE", "REUSE_FACTORS", "MAX_SPAN_BYTES", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
            "step_footprint_bytes", "reuse_s", "own_state_parts"]
 
 #: The family of the reuse primitives (CPU only).
 REUSE = "reuse"
 #: The weight copies' span, in multiples of the profile's private cache bytes (0: one weight, repeated).
-REUSE_FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
+REUSE_FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+#: The widest span timed: a span past it (a 16-thread host's 32 MiB of private caches times 16) is left out of
+#: the plan; beyond the last level every byte comes from memory and the curve is held at its last span.
+MAX_SPAN_BYTES = 256 * 2**20
 #: The probe's weight is PROBE_KN × PROBE_KN floats (256 KiB): a one-row product over it opens a parallel
 #: region at any thread count (:data:`crossover.opcost.thread_wake.GEMV_PARALLEL_KN`).
 PROBE_KN = 256
 PROBE_BYTES = 4 * PROBE_KN * PROBE_KN
 
 
-def reuse_points() -> list:
-    """``(family, name, x, shape)`` of each reuse primitive: ``x`` is its span in private caches."""
-    return [(REUSE, "gemv_pool", factor, (1, PROBE_KN, PROBE_KN)) for factor in REUSE_FACTORS]
+def reuse_points(cache_bytes: Optional[int] = None) -> list:
+    """``(family, name, x, shape)`` of each reuse primitive: ``x`` is its span in private caches
+    (``cache_bytes``: the private caches of the threads; the spans past :data:`MAX_SPAN_BYTES` left out)."""
+    return [(REUSE, "gemv_pool", factor, (1, PROBE_KN, PROBE_KN)) for factor in REUSE_FACTORS
+            if not cache_bytes or factor <= 4.0 or factor * cache_bytes <= MAX_SPAN_BYTES]
 
 
 #: A call this long after the one before starts a visit: the probe first reads every copy once.
