@@ -172,7 +172,7 @@ def test_a_fused_layer_pays_for_each_weight_its_products_keep_alone():
     matrices fit the private caches each (at most 1 MiB of 2) but not together (3.5 MiB: 1.75 caches, three
     quarters of the way to the plateau's 25 ps a byte), so each pays the step's rate, where an unfused row
     holding as much state would pay only what the step's rate adds to its own."""
-    from crossover.opcost.reuse import own_state_parts
+    from crossover.opcost.reuse import fused_inner_written_bytes, own_state_parts
 
     weights = [(512, 256), (256, 256), (1024, 256), (256, 1024), (512, 256), (256, 256)]
     fused = dict(op="aten._transformer_encoder_layer_fwd.default", kind="attention", launches=1,
@@ -181,8 +181,29 @@ def test_a_fused_layer_pays_for_each_weight_its_products_keep_alone():
     parts = own_state_parts(fused, fused["state_bytes"])
     assert parts[:-1] == [_bytes(w) for w in weights] and parts[-1] == 1024
     seconds, footprint = reuse_s(_profile(), [fused])
+    assert fused_inner_written_bytes(fused) == 0.0  # a row whose shapes the decomposition does not read
     assert footprint == fused["state_bytes"]
     assert seconds == pytest.approx(sum(_bytes(w) for w in weights) * 0.75 * 25e-12, rel=1e-3)  # each cached alone
     plain = dict(fused, op="aten.addmm.default", input_shapes=((1, 256), (256, 256)))
+    assert fused_inner_written_bytes(plain) == 0.0
     assert own_state_parts(plain, plain["state_bytes"]) == [plain["state_bytes"]]
     assert reuse_s(_profile(), [plain])[0] == pytest.approx(0.0, abs=1e-9)  # its own state's span: the step's
+
+
+def test_a_fused_layer_writes_its_kernels_activations_into_the_footprint():
+    """An encoder layer run fused is one row, but its kernels write q, k, v, the scores, the heads and the
+    feed-forward's hidden layer between its weights' reads, as the same layer unfused would: they count in
+    the step's footprint (the zoo's encoder layer at batch 1: 2 MiB beside 5 MiB of weights)."""
+    from crossover.opcost.fused_layers import fused_rows
+    from crossover.opcost.reuse import fused_inner_written_bytes
+
+    layer = nn.TransformerEncoderLayer(256, 4, 2048, dropout=0.0, batch_first=True).eval()
+    rows = trace_module(nn.Sequential(layer).eval(), torch.empty(1, 64, 256, device="meta"), "forward").to_dict("records")
+    fused = [r for r in rows if "_transformer_encoder_layer_fwd" in r["op"]]
+    assert len(fused) == 1
+    inner = fused_inner_written_bytes(fused[0])
+    assert inner == sum(k["bytes_written"] for k in fused_rows("_transformer_encoder_layer_fwd", fused[0]))
+    assert inner > _bytes((64, 2048))  # the hidden layer at least
+    state = sum(4 * p.numel() for p in layer.parameters())
+    assert step_footprint_bytes(rows) == pytest.approx(state + inner + sum(
+        r["bytes_written"] for r in rows if not r.get("state_bytes") and int(r.get("launches", 1) or 0)))

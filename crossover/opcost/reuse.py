@@ -43,7 +43,7 @@ import math
 from typing import Callable, Mapping, Optional, Sequence
 
 __all__ = ["REUSE", "REUSE_FACTORS", "MAX_SPAN_BYTES", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
-           "step_footprint_bytes", "reuse_s", "own_state_parts"]
+           "step_footprint_bytes", "fused_inner_written_bytes", "reuse_s", "own_state_parts"]
 
 #: The family of the reuse primitives (CPU only).
 REUSE = "reuse"
@@ -148,10 +148,26 @@ def _count(row: Mapping, key: str) -> float:
 
 def step_footprint_bytes(rows: Sequence[Mapping]) -> float:
     """What a step touches between two visits of one weight: every row's state bytes, and the bytes each
-    row without state writes (its activations; views and allocations move nothing). Each touch counts, so
-    a training step's weights count once read forward, once read backward and once updated."""
-    return float(sum(_count(row, "state_bytes") or _count(row, "bytes_written")
+    row without state writes (its activations; views and allocations move nothing); a fused layer's state
+    and the activations its kernels write inside it (:func:`fused_inner_written_bytes`). Each touch counts,
+    so a training step's weights count once read forward, once read backward and once updated."""
+    return float(sum((_count(row, "state_bytes") + fused_inner_written_bytes(row)) or _count(row, "bytes_written")
                      for row in rows if int(row.get("launches", 1) or 0)))
+
+
+def fused_inner_written_bytes(row: Mapping) -> float:
+    """The bytes a fused layer's kernels write inside it (:func:`crossover.opcost.fused_layers.fused_rows`:
+    the projections' outputs, the attention scores, the feed-forward's hidden activations), as the same
+    layer run unfused writes them between its weights' reads; 0 for any other row (pure). The zoo's encoder
+    layer at batch 1 writes 2.0 MiB so beside its 5.3 MiB of weights."""
+    from .fused_layers import FUSED_OPS, fused_rows
+    from .trace_state import op_name
+
+    name = op_name(row.get("op", ""))
+    if name not in FUSED_OPS.values():
+        return 0.0
+    inner = fused_rows(name, row)
+    return float(sum(_count(kernel, "bytes_written") for kernel in inner)) if inner else 0.0
 
 
 def reuse_s(profile, rows: Sequence[Mapping], cold: bool = False) -> tuple:
