@@ -1,12 +1,13 @@
 """Each leaf layer of a zoo model alone, on the input it gets in the model's step, predicted against measured.
 
-    python experiments/bench_layers_alone.py depthwise_cnn --batch-size 64 --profile DIR [--threads 1] [--rounds 150]
+    python experiments/bench_layers_alone.py depthwise_cnn --batch-size 64 --profile DIR [--threads 1] [--rounds 150] [--prefixes]
 
 Tells a miss of an op's own cost (a shape the calibration's grids cost wrongly alone) from one of composing
 it into the step: each leaf module is wrapped alone, predicted from the profile as a one-layer model (so each
 prediction carries one step's per-step costs too), and timed on a copy of the input it received in one
 forward pass of the model, every layer in turn in each round (a block of five calls each; the 10th percentile
-of a layer's blocks), the allocator settled as every measurement. Run it on a quiet machine.
+of a layer's blocks), the allocator settled as every measurement; the model's step itself is timed in the same
+rounds, so the step against its layers' sum is read in one state of the host. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", type=Path, required=True, help="calibration profile directory")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=150)
+    parser.add_argument("--prefixes", action="store_true",
+                        help="also time the model's first k leaf layers chained, for every k (a model that is its "
+                             "leaves in a row): each layer's cost inside the step, as the difference of two prefixes")
     args = parser.parse_args(argv)
     import torch
 
@@ -65,6 +69,14 @@ def main(argv=None) -> int:
                  for layer, x in zip(alone, inputs)]
     settle_allocator()
     times = [[] for _ in leaves]
+    step_x = inputs[0].clone()
+    whole = []  # the model's step itself, in the same rounds: what composing the layers adds
+    prefixes = [torch.nn.Sequential(*leaves[:k]) for k in range(1, len(leaves) + 1)] if args.prefixes else []
+    if prefixes:
+        with torch.no_grad():
+            if not torch.allclose(prefixes[-1](step_x), model(step_x)):
+                parser.error(f"{args.model} is not its leaf layers in a row: --prefixes does not apply")
+    prefix_times = [[] for _ in prefixes]
     with torch.no_grad():
         for layer, x in zip(alone, inputs):
             for _ in range(20):
@@ -75,14 +87,29 @@ def main(argv=None) -> int:
                 for _ in range(5):
                     layer(x)
                 times[i].append((time.perf_counter() - start) / 5)
+            start = time.perf_counter()
+            for _ in range(5):
+                model(step_x)
+            whole.append((time.perf_counter() - start) / 5)
+            for i, prefix in enumerate(prefixes):
+                start = time.perf_counter()
+                for _ in range(5):
+                    prefix(step_x)
+                prefix_times[i].append((time.perf_counter() - start) / 5)
     print(f"{args.model} batch {args.batch_size}, {args.threads} thread(s), {args.rounds} rounds; profile {args.profile}")
     total_p = total_m = 0.0
-    for layer, x, p, t in zip(leaves, inputs, predicted, times):
+    in_step = np.diff([0.0] + [float(np.quantile(t, 0.1)) for t in prefix_times]) if prefixes else None
+    for i, (layer, x, p, t) in enumerate(zip(leaves, inputs, predicted, times)):
         m = float(np.quantile(t, 0.1))
         total_p, total_m = total_p + p, total_m + m
         print(f"{type(layer).__name__:20s} {str(tuple(x.shape)):18s} predicted {p * 1e6:9.1f} µs  measured "
-              f"{m * 1e6:9.1f} µs  {100 * (p / m - 1):+6.1f}%")
+              f"{m * 1e6:9.1f} µs  {100 * (p / m - 1):+6.1f}%" + ("" if in_step is None else f"  in the step {in_step[i] * 1e6:9.1f} µs"))
     print(f"{'sum':39s} predicted {total_p * 1e6:9.1f} µs  measured {total_m * 1e6:9.1f} µs  {100 * (total_p / total_m - 1):+6.1f}%")
+    step_p = float(predict_module(model, sample_shape=shape, batch_sizes=[args.batch_size], input_dtype=dtype,
+                                  profiles=[profile], warn=False)["latency_s"][0])
+    step_m = float(np.quantile(whole, 0.1))
+    print(f"{'the step':39s} predicted {step_p * 1e6:9.1f} µs  measured {step_m * 1e6:9.1f} µs  {100 * (step_p / step_m - 1):+6.1f}%"
+          f"  (the step / its layers' sum: predicted {step_p / total_p:.2f}, measured {step_m / total_m:.2f})")
     return 0
 
 

@@ -69,3 +69,36 @@ def test_a_grouped_convolution_keeps_its_flops_kn():
     dense = _conv(nn.Conv1d(24, 24, 3, padding=1), (24, CONV1D_LENGTH), batch=8)
     assert blocked_dims(profile, grouped, conv_dims(grouped)) == conv_dims(grouped)
     assert blocked_dims(profile, dense, conv_dims(dense)) == (conv_dims(dense)[0], 32 * 3 * 32.0)
+
+
+def test_an_avx2_cpus_blocks_hold_eight_channels():
+    """oneDNN blocks channels by the CPU's vector (``aBcd8b`` on the AMD VM's AVX2): a profile that counted its
+    vector floats indexes its cells and costs a model's rows in its own blocks; an older one in AVX-512's 16."""
+    from crossover.opcost.conv_primitives import ONEDNN_CHANNEL_BLOCK, channel_block
+    from crossover.opcost.conv_grids import blocked_dims
+
+    assert (channel_block(8), channel_block(16), channel_block(None), channel_block(4)) == (8, 16, ONEDNN_CHANNEL_BLOCK, 16)
+    assert onednn_kn(8, 32, 1, block=8) == 8 * 32  # the pointwise cell of 8 channels: no longer a 16-channel one
+    assert onednn_kn(24, 24, 3, block=8) == 24 * 3 * 24 and onednn_kn(3, 6, 25, block=8) == 3 * 25 * 8
+    cell = dict(family="conv_pointwise", name="conv2d", shape="256x8x32x1x8", x=2.0 * 256 * 64 * 8 * 32)
+    assert cell_kn(cell, 256 * 64, "cpu", block=8) == 8 * 32 and cell_kn(cell, 256 * 64, "cpu") == 16 * 32
+    profile = _profile()
+    conv = _conv(nn.Conv1d(24, 24, 3, padding=1), (24, CONV1D_LENGTH), batch=8)
+    avx2 = dataclasses.replace(profile, meta={**profile.meta, "vector_floats": 8})
+    assert blocked_dims(avx2, conv, (8 * CONV1D_LENGTH, 0))[1] == 24 * 3 * 24
+    assert blocked_dims(profile, conv, (8 * CONV1D_LENGTH, 0))[1] == 32 * 3 * 32
+
+
+def test_a_calibration_on_an_avx2_cpu_indexes_its_cells_in_blocks_of_eight():
+    from crossover.opcost.short_rows import SUBVECTOR_FORWARD
+
+    rows = overhead_rows() + [row("softmax", 1 * US, family=SUBVECTOR_FORWARD, m=1, k=5, x=40.0),
+                              row("softmax", 1 * US, family=SUBVECTOR_FORWARD, m=1, k=8, x=64.0)]
+    for (c_in, c_out), batch in [((8, 32), 1), ((8, 32), 64), ((32, 32), 1), ((32, 32), 64)]:
+        m = batch * 64
+        rows.append(dict(row("conv2d", 1 * US + 1e-11 * m * c_in * c_out, family="conv_pointwise", m=m,
+                             x=2.0 * m * c_in * c_out), shape=f"{batch}x{c_in}x{c_out}x1x8"))
+    avx2 = build_profile(rows, device="cpu", machine="test", threads=1)
+    assert avx2.meta["vector_floats"] == 8 and avx2.grids["conv_pointwise@8"].kn == (8 * 32.0, 32 * 32.0)
+    avx512 = build_profile(rows[:-6] + rows[-4:], device="cpu", machine="test", threads=1)  # no count: 16 a block
+    assert avx512.grids["conv_pointwise@8"].kn == (16 * 32.0, 32 * 32.0)

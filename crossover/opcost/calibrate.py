@@ -73,7 +73,7 @@ from .fused_layers import FUSED, fit_fused
 from .op_costs import FRESH_MIN_BYTES, fused_kernels_s
 from .composition import with_composition
 from .conv_primitives import (BLOCKED_KN, DILATED, NATIVE_UNFOLD, POINTWISE, POINTWISE_GRIDS, STRIDED, STRIDED_BACKWARD,
-                              TRANSPOSED, TRANSPOSED_GRID, cell_kn, native_terms)
+                              TRANSPOSED, TRANSPOSED_GRID, cell_kn, channel_block, native_terms)
 from .layer_primitives import beyond_the_op
 from .gpu_ops import CPU_RNN_STEPS, RNN_RESIDUAL_GRID, cpu_recurrent_residuals
 from .recurrent_layers import RECURRENT_TRAIN, fit_recurrent_terms
@@ -421,14 +421,14 @@ def build_profile(rows, *, device: str, machine: str, threads: int = 0, llc: int
             overheads["step_sync_s"] = max(overhead("launch_sync") - overheads["dispatch_s"], overheads["sync_s"])
         except ValueError:
             pass
-    grids = {}
+    grids, block = {}, channel_block(calibrated_lanes(families).get("vector_floats"))  # oneDNN's, on this CPU
     for name, family, primitive, cold in _GRIDS:
         by_size = {}  # image side -> cells (matrix products: one grid, side 0)
         for s, _, r in families.get(family, []):
             if bool(r["cold"]) == cold and r["name"] == primitive and math.isfinite(s):
                 side = _shape(r)[-1] if family.startswith("conv") else 0
                 first = int(r["k"]) if family == "matmul_outer" else int(r["m"])  # the outer grid: K × M·N
-                by_size.setdefault(side, {})[(first, cell_kn(r, first, device, overheads.get(NATIVE_UNFOLD)))] = s
+                by_size.setdefault(side, {})[(first, cell_kn(r, first, device, overheads.get(NATIVE_UNFOLD), block))] = s
         for side, cells in by_size.items():
             grids[f"{name}@{side}" if side else name] = _grid(name, cells)
     if "matmul" not in grids:

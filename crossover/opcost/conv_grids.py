@@ -11,7 +11,7 @@ import math
 from typing import Mapping, Optional
 
 from .conv_primitives import (BLOCKED_KN, DILATED_COLUMN, NATIVE_STRIDE_BACKWARD, NATIVE_UNFOLD, STRIDED_FORWARD_INPUT,
-                              STRIDED_GRAD_INPUT, native_kn, onednn_kn)
+                              STRIDED_GRAD_INPUT, channel_block, native_kn, onednn_kn)
 from .profiles import Profile, log_between
 from .trace import row_args
 
@@ -108,13 +108,14 @@ def conv_operands(row: Mapping):
 
 def blocked_dims(profile: Profile, row: Mapping, dims: tuple) -> tuple:
     """``dims`` (``(M, K·N)``) of a forward convolution row that runs on oneDNN, its ``K·N`` as oneDNN's
-    blocked kernels compute it (:func:`crossover.opcost.conv_primitives.onednn_kn`) where the profile's
+    blocked kernels compute it (:func:`crossover.opcost.conv_primitives.onednn_kn`, in the blocks of the
+    profile's CPU: :func:`crossover.opcost.conv_primitives.channel_block`) where the profile's
     grids are indexed so (``meta["conv_kn"]``); ``dims`` unchanged for a grouped convolution or an older
     profile."""
     x, w, _ = conv_operands(row)
     if (profile.meta or {}).get("conv_kn") != BLOCKED_KN or x is None or x[1] != w[1]:
         return dims
-    return dims[0], onednn_kn(w[1], w[0], math.prod(w[2:]))
+    return dims[0], onednn_kn(w[1], w[0], math.prod(w[2:]), channel_block((profile.meta or {}).get("vector_floats")))
 
 
 def unfolded_dims(profile: Profile, row: Mapping, dims: tuple) -> tuple:

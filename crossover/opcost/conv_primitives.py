@@ -29,7 +29,7 @@ __all__ = ["CONV_BACKENDS", "CONV1D_BACKENDS", "CONV1D_CHANNELS", "CONV1D_LENGTH
            "fit_strided_column_s", "TRANSPOSED", "TRANSPOSED_CHANNELS", "TRANSPOSED_SIDE", "TRANSPOSED_BATCHES",
            "TRANSPOSED_GRID", "is_transposed", "on_transposed_grid", "POINTWISE", "POINTWISE_CHANNELS",
            "POINTWISE_SIDES", "POINTWISE_BATCHES", "POINTWISE_GRIDS", "is_pointwise", "ONEDNN_CHANNEL_BLOCK", "BLOCKED_KN",
-           "onednn_kn", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
+           "onednn_kn", "channel_block", "cell_kn", "DILATED", "DILATED_CHANNELS", "DILATED_LENGTH", "DILATION", "DILATED_COLUMN",
            "fit_dilated_column_s", "STRIDED_BACKWARD", "STRIDED_BACKWARD_SHAPES", "STRIDED_GRAD_INPUT",
            "STRIDED_FORWARD_INPUT", "STRIDED_FORWARD_NAMES", "fit_strided_grad_input_s", "STRIDED_NATIVE_BACKWARD", "NATIVE_STRIDE_BACKWARD",
            "fit_strided_backward_column_s", "native_terms", "NATIVE_UNFOLD", "UNFOLD_MACS_RANGE", "native_kn", "fit_native_unfold"]
@@ -46,17 +46,31 @@ CONV1D_BATCHES = ((1, 4, 16, 64, 256), (1, 2))
 
 
 #: oneDNN's channel block on AVX-512 CPUs: a convolution's activations are reordered into blocks of this
-#: many channels, except the input of a first-layer convolution of fewer channels (``is_1stconv``).
+#: many channels, except the input of a first-layer convolution of fewer channels (``is_1stconv``). An
+#: AVX2 CPU's blocks hold 8 (``aBcd8b`` in ``ONEDNN_VERBOSE``): :func:`channel_block`.
 ONEDNN_CHANNEL_BLOCK = 16
 #: ``meta["conv_kn"]`` of a CPU profile whose oneDNN forward convolution grids are indexed by
 #: :func:`onednn_kn` (a profile without it: by ``C_in·k·C_out`` as the FLOPs count it).
 BLOCKED_KN = "onednn_blocked"
 
 
-def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
+def channel_block(vector_floats=None) -> int:
+    """oneDNN's channel block on a CPU whose vectors hold ``vector_floats`` floats (a profile's
+    ``meta["vector_floats"]``, the calibration's own: :func:`crossover.opcost.short_rows.calibrated_lanes`):
+    the vector's floats, 8 on AVX2 and 16 on AVX-512; :data:`ONEDNN_CHANNEL_BLOCK` when unknown (a profile
+    from before the count, all of them calibrated on AVX-512 hosts but the AMD VM's). On the AMD VM (AVX2)
+    a 1×1 convolution of 8 input channels into 32 was indexed as one of 16 (AVX-512's padding) and costed
+    the zoo's depthwise CNN's 16 -> 32 at its own time: 0.65-0.75 times what it took beside it (1.06-1.11 with
+    blocks of 8)
+    (``experiments/bench_onednn_block.py``, its log)."""
+    lanes = int(vector_floats or 0)
+    return lanes if lanes in (8, 16) else ONEDNN_CHANNEL_BLOCK
+
+
+def onednn_kn(c_in: int, c_out: int, kernel_pixels: int, block: int = ONEDNN_CHANNEL_BLOCK) -> float:
     """``C_in·k·C_out`` as oneDNN's blocked kernels compute it: the output channels padded up to whole
-    :data:`ONEDNN_CHANNEL_BLOCK` blocks, the input channels too unless fewer than one block in a kernel of
-    several pixels (a first layer's plain input, which its own kernel reads as it is).
+    blocks of ``block`` channels (:func:`channel_block`), the input channels too unless fewer than one block
+    in a kernel of several pixels (a first layer's plain input, which its own kernel reads as it is).
 
     On the 2-core VM (AVX-512, one thread): a ``Conv1d(C, C, 3)`` over 64 sequences of 512 steps took the
     same 1.89-2.08 ms at every ``C`` of 20, 24, 28 and 32, against 0.88 at 16 and 3.6-3.7 at 40 and 48;
@@ -65,11 +79,11 @@ def onednn_kn(c_in: int, c_out: int, kernel_pixels: int) -> float:
     (1.2 → 4.5 ms, 1.5 → 12.1), then stayed from 24 to 32; a 1×1 one's stayed 1.5-1.7 ms from 1 input
     channel to 16; from 16 channels a 3×3 one took 2.6-2.9 ms into any of 1 to 16 (4.3 into 32)
     (``experiments/bench_onednn_channels.py``, its log)."""
-    def block(c):
-        return -(-int(c) // ONEDNN_CHANNEL_BLOCK) * ONEDNN_CHANNEL_BLOCK
+    def padded(c):
+        return -(-int(c) // block) * block
 
-    plain = c_in < ONEDNN_CHANNEL_BLOCK and kernel_pixels > 1
-    return float((c_in if plain else block(c_in)) * kernel_pixels * block(c_out))
+    plain = c_in < block and kernel_pixels > 1
+    return float((c_in if plain else padded(c_in)) * kernel_pixels * padded(c_out))
 
 
 #: ``overheads`` key of a CPU profile whose 2-D native convolution grid (``conv_native``) is indexed by
@@ -133,9 +147,9 @@ def fit_native_unfold(families) -> dict:
     return {NATIVE_UNFOLD: float(min(max(coef[1] / coef[2], low), high))}
 
 
-def cell_kn(row, m: int, device: str, unfold_macs=None) -> float:
-    """``K·N`` of a calibration row's cell on its grid: :func:`onednn_kn` for a CPU's oneDNN forward
-    convolution (``conv``, ``conv1d``, :data:`POINTWISE`; its ``shape`` ``batch x C_in x C_out x k x side``),
+def cell_kn(row, m: int, device: str, unfold_macs=None, block: int = ONEDNN_CHANNEL_BLOCK) -> float:
+    """``K·N`` of a calibration row's cell on its grid: :func:`onednn_kn` (blocks of ``block`` channels) for a
+    CPU's oneDNN forward convolution (``conv``, ``conv1d``, :data:`POINTWISE`; its ``shape`` ``batch x C_in x C_out x k x side``),
     :func:`native_kn` for a native 2-D ``conv`` one given ``unfold_macs``, the FLOPs over ``2·m`` for any
     other."""
     family, name = row["family"], str(row["name"])
@@ -147,7 +161,7 @@ def cell_kn(row, m: int, device: str, unfold_macs=None) -> float:
         if family == "conv" and unfold_macs is not None:
             return native_kn(c_in, c_out, k * k, unfold_macs)
         return float(row["x"]) / (2 * m)
-    return onednn_kn(c_in, c_out, k if family == "conv1d" else k * k)
+    return onednn_kn(c_in, c_out, k if family == "conv1d" else k * k, block)
 
 
 #: The family of the strided native convolutions (CPU only): one image of ``STRIDED_SIDE`` at stride 2
