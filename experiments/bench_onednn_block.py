@@ -7,10 +7,10 @@ The calibration indexes its oneDNN grids by ``C_in·k·C_out`` with the channels
 convolution does, and the grid costs that one at the 8-channel cell's time; padded to the CPU's own block it is
 read between the two cells (log-linear, as the grids interpolate). The process first runs a 3×3 convolution
 over 4 MiB of activations, as a model's step would: in a fresh process glibc maps each 1-2 MiB buffer of the
-convolution afresh (its threshold rises once a larger block is freed) and the 1×1 convolutions take 5-8 times
-as long.
+convolution afresh (its threshold rises once a larger block is freed) and the 1×1 convolutions take several
+times as long (``--fresh`` leaves the first layer out to show it).
 
-    python experiments/bench_onednn_block.py --threads 1 [--rounds 60]
+    python experiments/bench_onednn_block.py --threads 1 [--rounds 60] [--fresh]
 
 Run it on a quiet machine.
 """
@@ -31,6 +31,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--fresh", action="store_true", help="no 3x3 convolution first: the process's allocator as it starts")
     args = parser.parse_args(argv)
     import torch
 
@@ -47,7 +48,8 @@ def main(argv=None) -> int:
     keys = list(cases)
     rng = np.random.default_rng(0)
     with torch.no_grad():
-        torch.nn.Conv2d(3, 16, 3, 1, 1)(torch.randn(64, 3, 32, 32))  # a model's first layer: 4 MiB freed
+        if not args.fresh:
+            torch.nn.Conv2d(3, 16, 3, 1, 1)(torch.randn(64, 3, 32, 32))  # a model's first layer: 4 MiB freed
         for conv, x in cases.values():
             for _ in range(5):
                 conv(x)
@@ -60,7 +62,7 @@ def main(argv=None) -> int:
                     conv(x)
                 times[key].append((time.perf_counter() - start) / 3)
     p10 = {key: float(np.quantile(t, 0.1)) * 1e6 for key, t in times.items()}
-    print(f"{args.threads} thread(s), {args.rounds} rounds; this CPU's vectors: {vector_floats()} floats; "
+    print(f"{args.threads} thread(s), {args.rounds} rounds{', fresh' if args.fresh else ''}; this CPU's vectors: {vector_floats()} floats; "
           f"torch {torch.__version__}; 10th percentiles")
     for batch, side in SHAPES:
         row = {c: p10[(batch, side, c)] for c in (8, 16, 32)}
