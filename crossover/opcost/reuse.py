@@ -17,9 +17,9 @@ The calibration measures it (family :data:`REUSE`): a one-row product over a :da
 :data:`PROBE_KN` weight, cycling over copies that span each of :data:`REUSE_FACTORS` times the profile's
 private cache bytes (its ``cache_bytes``: the private cache of a core times the threads), beside the same
 product on one weight. The spans reach 64 private caches: on the AMD VM (512 KiB of L2 a core) the shared
-level a process gets is far smaller than the 32 MiB L3 it reports, and a product cycling over weights that
-span 4 to 8 MiB at one thread, 8 to 16 MiB at two, pays 90-160 ps a weight byte beyond the same product on
-one weight, about alike for 1, 16 and 64 rows and for 256 KiB and 2 MiB weights
+level acts far smaller than the 32 MiB L3 it reports: a product cycling over weights that span 8 MiB or
+more at one thread (16 at two; the rise between 2 and 8 MiB, 8 and 16) pays 90-160 ps a weight byte beyond
+the same product on one weight, about alike for 1, 16 and 64 rows and for 256 KiB and 2 MiB weights
 (``experiments/bench_reuse_products.py``, ``results/amd-epyc-2c/logs/reuse_products_1129.log``); spans up to
 four caches (2 MiB there) saw none of it, and the zoo's encoder layer, 5.3 MiB of weights, read 23-33% low
 at batch 1 in every sitting of 1129i-j. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
