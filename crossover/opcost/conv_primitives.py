@@ -61,8 +61,9 @@ def channel_block(vector_floats=None) -> int:
     from before the count, all of them calibrated on AVX-512 hosts but the AMD VM's). On the AMD VM (AVX2)
     a 1×1 convolution of 8 input channels into 32 was indexed as one of 16 (AVX-512's padding) and costed
     the zoo's depthwise CNN's 16 -> 32 at its own time: 0.65-0.75 times what it took beside it (1.06-1.18 with
-    blocks of 8)
-    (``experiments/bench_onednn_block.py``, its log)."""
+    blocks of 8: ``experiments/bench_onednn_block.py``, its log). Known limit: the blocked copies a convolution
+    allocates (:func:`crossover.opcost.op_costs.onednn_copies`, which decide the buffers glibc maps afresh) are
+    still sized in blocks of 16."""
     lanes = int(vector_floats or 0)
     return lanes if lanes in (8, 16) else ONEDNN_CHANNEL_BLOCK
 
