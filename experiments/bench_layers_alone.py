@@ -1,6 +1,6 @@
 """Each leaf layer of a zoo model alone, on the input it gets in the model's step, predicted against measured.
 
-    python experiments/bench_layers_alone.py depthwise_cnn --batch-size 64 --profile DIR [--threads 1] [--rounds 150] [--prefixes]
+    python experiments/bench_layers_alone.py depthwise_cnn --batch-size 64 --profile DIR [--threads 1] [--rounds 150] [--prefixes | --inside]
 
 Tells a miss of an op's own cost (a shape the calibration's grids cost wrongly alone) from one of composing
 it into the step: each leaf module is wrapped alone, predicted from the profile as a one-layer model (so each
@@ -32,6 +32,10 @@ def main(argv=None) -> int:
     parser.add_argument("--prefixes", action="store_true",
                         help="also time the model's first k leaf layers chained, for every k (a model that is its "
                              "leaves in a row): each layer's cost inside the step, as the difference of two prefixes")
+    parser.add_argument("--inside", action="store_true",
+                        help="also run the model's leaf layers in a row with a clock read between them (a model that is "
+                             "its leaves in a row): each layer's own time inside the step, on the buffers the step "
+                             "passes it")
     args = parser.parse_args(argv)
     import torch
 
@@ -77,6 +81,11 @@ def main(argv=None) -> int:
             if not torch.allclose(prefixes[-1](step_x), model(step_x)):
                 parser.error(f"{args.model} is not its leaf layers in a row: --prefixes does not apply")
     prefix_times = [[] for _ in prefixes]
+    if args.inside and not prefixes:
+        with torch.no_grad():
+            if not torch.allclose(torch.nn.Sequential(*leaves)(step_x), model(step_x)):
+                parser.error(f"{args.model} is not its leaf layers in a row: --inside does not apply")
+    inside_times = [[] for _ in leaves] if args.inside else []
     with torch.no_grad():
         for layer, x in zip(alone, inputs):
             for _ in range(20):
@@ -96,9 +105,18 @@ def main(argv=None) -> int:
                 for _ in range(5):
                     prefix(step_x)
                 prefix_times[i].append((time.perf_counter() - start) / 5)
+            for _ in range(5 if inside_times else 0):  # the leaves in a row, a clock read between each two
+                y, clock = step_x, [time.perf_counter()]
+                for layer in leaves:
+                    y = layer(y)
+                    clock.append(time.perf_counter())
+                for i, spent in enumerate(np.diff(clock)):
+                    inside_times[i].append(spent)
     print(f"{args.model} batch {args.batch_size}, {args.threads} thread(s), {args.rounds} rounds; profile {args.profile}")
     total_p = total_m = 0.0
     in_step = np.diff([0.0] + [float(np.quantile(t, 0.1)) for t in prefix_times]) if prefixes else None
+    if inside_times:  # each layer's own clock inside the step (its 10th percentile)
+        in_step = np.array([float(np.quantile(t, 0.1)) for t in inside_times])
     for i, (layer, x, p, t) in enumerate(zip(leaves, inputs, predicted, times)):
         m = float(np.quantile(t, 0.1))
         total_p, total_m = total_p + p, total_m + m
@@ -108,6 +126,9 @@ def main(argv=None) -> int:
     step_p = float(predict_module(model, sample_shape=shape, batch_sizes=[args.batch_size], input_dtype=dtype,
                                   profiles=[profile], warn=False)["latency_s"][0])
     step_m = float(np.quantile(whole, 0.1))
+    if inside_times:
+        print(f"{'inside the step, summed':39s} measured {float(np.sum(in_step)) * 1e6:9.1f} µs  (layer by layer: "
+              f"{float(np.quantile(np.sum(inside_times, axis=0), 0.1)) * 1e6:.1f} µs a step)")
     print(f"{'the step':39s} predicted {step_p * 1e6:9.1f} µs  measured {step_m * 1e6:9.1f} µs  {100 * (step_p / step_m - 1):+6.1f}%"
           f"  (the step / its layers' sum: predicted {step_p / total_p:.2f}, measured {step_m / total_m:.2f})")
     return 0

@@ -205,5 +205,37 @@ def test_a_fused_layer_writes_its_kernels_activations_into_the_footprint():
     assert inner == sum(k["bytes_written"] for k in fused_rows("_transformer_encoder_layer_fwd", fused[0]))
     assert inner > _bytes((64, 2048))  # the hidden layer at least
     state = sum(4 * p.numel() for p in layer.parameters())
-    assert step_footprint_bytes(rows) == pytest.approx(state + inner + sum(
+    matrices = sum(4 * p.numel() for p in layer.parameters() if p.dim() == 2)  # its products (64 rows) pack them
+    assert step_footprint_bytes(rows) == pytest.approx(state + inner + matrices + sum(
         r["bytes_written"] for r in rows if not r.get("state_bytes") and int(r.get("launches", 1) or 0)))
+
+
+def test_products_of_many_rows_count_the_packed_copy_of_what_they_multiply():
+    """A product of PACKED_MIN_ROWS rows or more packs its right-hand operand as it runs: a layer's weight
+    forward counts twice in the footprint, a weight gradient's product its activations (never more than its
+    state); fewer rows, nothing; and repeated alone such a product spans its copy too."""
+    from crossover.opcost.reuse import PACKED_MIN_ROWS, packed_copy_bytes
+
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+    weights = [_bytes((512, 256)), _bytes((10, 512))]
+    for batch, packed in ((PACKED_MIN_ROWS - 1, [0.0, 0.0]), (PACKED_MIN_ROWS, weights)):
+        rows = trace_module(model, torch.empty(batch, 256, device="meta"), "forward").to_dict("records")
+        products = [r for r in rows if r["op"] == "aten.addmm.default"]
+        assert [packed_copy_bytes(r) for r in products] == packed
+        assert step_footprint_bytes(rows) == pytest.approx(sum(packed) + sum(
+            r["state_bytes"] or r["bytes_written"] for r in rows if int(r.get("launches", 1) or 0)))
+    train = trace_module(model, torch.empty(64, 256, device="meta"), "train").to_dict("records")
+    gradients = [r for r in train if r["phase"] == "backward" and r["op"] == "aten.mm.default"
+                 and tuple(r["output_shapes"][0]) == (512, 256)]
+    assert len(gradients) == 1 and packed_copy_bytes(gradients[0]) == _bytes((64, 256))  # the layer's input
+    assert packed_copy_bytes(dict(kind="matmul", op="aten.bmm.default", state_bytes=MIB, launches=1,
+                                  input_shapes=((8, 64, 64), (8, 64, 64)), output_shapes=((8, 64, 64),))) == 0.0
+
+    def product(rows_out):  # 1 MiB of weight, multiplied by rows_out rows
+        return dict(op="aten.addmm.default", kind="matmul", launches=1, state_bytes=MIB, bytes_written=0,
+                    input_shapes=((1024,), (rows_out, 256), (256, 1024)), output_shapes=((rows_out, 1024),))
+
+    # two packing products: 4 MiB touched (two caches, the plateau), each alone 2 MiB (one cache, nothing)
+    seconds, footprint = reuse_s(_profile(), [product(64), product(64)])
+    assert footprint == 4 * MIB and seconds == pytest.approx(2 * MIB * 25e-12, rel=1e-4)
+    assert reuse_s(_profile(), [product(16), product(16)]) == (pytest.approx(0.0, abs=1e-7), 2 * MIB)

@@ -23,7 +23,13 @@ the same product on one weight, about alike for 1, 16 and 64 rows and for 256 Ki
 (``experiments/bench_reuse_products.py``, ``results/amd-epyc-2c/logs/reuse_products_1129.log``); spans up to
 four caches (2 MiB there) saw none of it, and the zoo's encoder layer, 5.3 MiB of weights, read 23-33% low
 at batch 1 in every sitting of 1129i-j. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
-against that multiple. A step's rows carry ``state_bytes`` (the bytes of their arguments that are the
+against that multiple. A product of many rows touches its weight twice, as the BLAS packs it into a buffer of
+its own (:data:`PACKED_MIN_ROWS`): at one thread on the AMD VM products of 32 and 64 rows paid the shared level's
+price from half the span a one-row product did; the zoo's encoder layer at batch 1 (64 tokens) called again
+and again cost within 6% of 2, 4 or 8 copies of it called in turn (``bench_reuse_packing.py --encoder``, same
+log, three runs), though its weights and activations span 7 MiB, where the one-row probe read 7.5-29 ps a byte in
+the sittings of 1129n-p. A step's
+rows carry ``state_bytes`` (the bytes of their arguments that are the
 model's parameters, buffers or gradients: :mod:`crossover.opcost.trace`); :func:`reuse_s` puts the step's
 footprint on the curve and charges each row its state bytes at the rate there, less the rate its own state
 already pays alone (a weight larger than the private caches is read from the shared level by its grid
@@ -34,7 +40,9 @@ while still in the private cache (an unfused recurrent layer's time steps in a t
 called twice) pays each time; the footprint counts touches, not distinct bytes (a training step's weights
 three times); with the weights costed cold the whole step pays none, though only its plain products are
 costed on the cold grid; an optimizer's own state (momentum, Adam's moments) is not traced as state; on a
-private cache under 1 MiB the smallest spans round to one copy.
+private cache under 1 MiB the smallest spans round to one copy; a packed copy is charged at the one-row probe's
+price, though products of 16-64 rows paid 155-235 ps a byte at the plateau where one row paid 133-141 (one
+thread, ``reuse_packing_1129.log``), and at two threads their rise came at 0.5-1 times one row's span, not at half.
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping, Optional, Sequence
 
-__all__ = ["REUSE", "REUSE_FACTORS", "MAX_SPAN_BYTES", "PROBE_KN", "reuse_points", "reuse_step", "fit_reuse",
-           "step_footprint_bytes", "fused_inner_written_bytes", "reuse_s", "own_state_parts"]
+__all__ = ["REUSE", "REUSE_FACTORS", "MAX_SPAN_BYTES", "PROBE_KN", "PACKED_MIN_ROWS", "reuse_points", "reuse_step",
+           "fit_reuse", "step_footprint_bytes", "fused_inner_written_bytes", "packed_copy_bytes", "reuse_s",
+           "own_state_parts"]
 
 #: The family of the reuse primitives (CPU only).
 REUSE = "reuse"
@@ -63,6 +72,14 @@ def reuse_points(cache_bytes: Optional[int] = None) -> list:
     (``cache_bytes``: the private caches of the threads; the spans past :data:`MAX_SPAN_BYTES` left out)."""
     return [(REUSE, "gemv_pool", factor, (1, PROBE_KN, PROBE_KN)) for factor in REUSE_FACTORS
             if not cache_bytes or factor <= 4.0 or factor * cache_bytes <= MAX_SPAN_BYTES]
+
+
+#: A matrix product of this many rows or more packs its right-hand operand (a layer's weight) into a buffer of
+#: the BLAS's own as it runs, so it touches those bytes twice (read, and the packed copy written and read). On
+#: the AMD VM at one thread (``experiments/bench_reuse_packing.py``, ``results/amd-epyc-2c/logs/reuse_packing_1129.log``)
+#: products of 32 and 64 rows over 256 × 2048 weights paid the shared level's price from weight copies spanning
+#: 3-4 MiB, one row from 6-8 MiB, 16 rows in between: at about half the span, as a footprint twice the weights.
+PACKED_MIN_ROWS = 32
 
 
 #: A call this long after the one before starts a visit: the probe first reads every copy once.
@@ -149,10 +166,43 @@ def _count(row: Mapping, key: str) -> float:
 def step_footprint_bytes(rows: Sequence[Mapping]) -> float:
     """What a step touches between two visits of one weight: every row's state bytes, and the bytes each
     row without state writes (its activations; views and allocations move nothing); a fused layer's state
-    and the activations its kernels write inside it (:func:`fused_inner_written_bytes`). Each touch counts,
-    so a training step's weights count once read forward, once read backward and once updated."""
-    return float(sum((_count(row, "state_bytes") + fused_inner_written_bytes(row)) or _count(row, "bytes_written")
-                     for row in rows if int(row.get("launches", 1) or 0)))
+    and the activations its kernels write inside it (:func:`fused_inner_written_bytes`); the packed copies
+    its products of many rows make (:func:`packed_copy_bytes`). Each touch counts, so a training step's
+    weights count once read forward, once read backward and once updated."""
+    return float(sum((_count(row, "state_bytes") + fused_inner_written_bytes(row) + packed_copy_bytes(row))
+                     or _count(row, "bytes_written") for row in rows if int(row.get("launches", 1) or 0)))
+
+
+def _packed_operand_bytes(row: Mapping) -> float:
+    """The bytes of the right-hand operand (the weight, in a layer's forward product) a matrix-product row of
+    :data:`PACKED_MIN_ROWS` output rows or more packs (its last 2-D argument); 0 for any other row (pure)."""
+    from .trace import row_element_size
+
+    if row.get("kind") != "matmul":
+        return 0.0
+    outputs = row.get("output_shapes") or ()
+    out = tuple(outputs[0]) if outputs else ()
+    if len(out) != 2 or out[0] < PACKED_MIN_ROWS:  # a batched (3-D) product multiplies no weight
+        return 0.0
+    matrices = [tuple(shape) for shape in (row.get("input_shapes") or ()) if len(shape) == 2]
+    return float(row_element_size(row) * math.prod(matrices[-1])) if len(matrices) >= 2 else 0.0
+
+
+def packed_copy_bytes(row: Mapping) -> float:
+    """The bytes of the packed copy a step's row makes of an operand (pure): a product of
+    :data:`PACKED_MIN_ROWS` rows or more that touches the model's state, its right-hand operand, at most its
+    state bytes (a layer's weight forward and backward; the activations a weight's gradient is multiplied
+    from); a fused layer's, its products' weights where they have that many rows
+    (:func:`crossover.opcost.fused_layers.fused_rows`; the zoo's encoder layer at batch 1, 64 tokens: its
+    5.3 MiB of weights); 0 for any other row."""
+    from .fused_layers import FUSED_OPS, fused_rows
+    from .trace_state import op_name
+
+    name = op_name(row.get("op", ""))
+    if name in FUSED_OPS.values():
+        inner = fused_rows(name, row)
+        return float(sum(_packed_operand_bytes(kernel) for kernel in inner)) if inner else 0.0
+    return min(_packed_operand_bytes(row), _count(row, "state_bytes"))
 
 
 def fused_inner_written_bytes(row: Mapping) -> float:
@@ -188,7 +238,8 @@ def reuse_s(profile, rows: Sequence[Mapping], cold: bool = False) -> tuple:
     for row in rows:
         state = _count(row, "state_bytes")
         if state and int(row.get("launches", 1) or 0):
-            seconds += sum(part * max(at_step - _rate(curve, part / profile.cache_bytes), 0.0)
+            packs = 1.0 + min(packed_copy_bytes(row) / state, 1.0)  # repeated alone, a product spans its copy too
+            seconds += sum(part * max(at_step - _rate(curve, packs * part / profile.cache_bytes), 0.0)
                            for part in own_state_parts(row, state))
     return seconds, footprint
 
