@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from bench_reuse_products import cycled_visit_s
+
 MIB = 2**20
 K, N = 256, 2048
 ROWS = (1, 16, 32, 64, 128)
@@ -57,14 +59,7 @@ def main(argv=None) -> int:
             order = list(cases)
             np.random.default_rng(r).shuffle(order)
             for case in order:
-                weights, x = cases[case]
-                for w in weights:  # every copy read once, as a step reads its weights
-                    torch.mm(x, w)
-                calls = max(8, len(weights))
-                start = time.perf_counter()
-                for i in range(calls):
-                    torch.mm(x, weights[i % len(weights)])
-                times[case].append((time.perf_counter() - start) / calls)
+                times[case].append(cycled_visit_s(*cases[case], min_calls=8))
     print(f"{args.threads} thread(s), {args.rounds} rounds, weights {K} x {N}; torch {torch.__version__}; "
           "extra ps a weight byte over one copy, by the span of the copies")
     for m in ROWS:

@@ -25,6 +25,20 @@ ROWS = (1, 16, 64)
 WEIGHTS = ((256, 256), (256, 2048))
 
 
+def cycled_visit_s(weights, x, min_calls: int) -> float:
+    """One visit: ``x @ w`` for every copy ``w`` once (as a step reads its weights), then a block of at least
+    ``min_calls`` calls cycling over the copies; the block's seconds a call."""
+    import torch
+
+    for w in weights:
+        torch.mm(x, w)
+    calls = max(min_calls, len(weights))
+    start = time.perf_counter()
+    for i in range(calls):
+        torch.mm(x, weights[i % len(weights)])
+    return (time.perf_counter() - start) / calls
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -44,13 +58,7 @@ def main(argv=None) -> int:
     with torch.no_grad():
         for _ in range(args.rounds):
             for case, (weights, x) in cases.items():
-                for w in weights:  # every copy read once, as a step reads its weights
-                    torch.mm(x, w)
-                calls = max(16, len(weights))
-                start = time.perf_counter()
-                for i in range(calls):
-                    torch.mm(x, weights[i % len(weights)])
-                times[case].append((time.perf_counter() - start) / calls)
+                times[case].append(cycled_visit_s(weights, x, min_calls=16))
     print(f"{args.threads} thread(s), {args.rounds} rounds; torch {torch.__version__}")
     alone = {}
     for (m, k, n, span), t in times.items():
