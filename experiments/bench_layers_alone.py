@@ -22,6 +22,15 @@ import numpy as np
 ZOO = Path(__file__).resolve().parent / "zoo"
 
 
+def clocked_layers(leaves, x) -> list:
+    """The leaves run in a row on ``x``, a clock read between each two: each layer's seconds inside the step."""
+    clock = [time.perf_counter()]
+    for layer in leaves:
+        x = layer(x)
+        clock.append(time.perf_counter())
+    return list(np.diff(clock))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a model of experiments/zoo (e.g. depthwise_cnn)")
@@ -105,12 +114,8 @@ def main(argv=None) -> int:
                 for _ in range(5):
                     prefix(step_x)
                 prefix_times[i].append((time.perf_counter() - start) / 5)
-            for _ in range(5 if inside_times else 0):  # the leaves in a row, a clock read between each two
-                y, clock = step_x, [time.perf_counter()]
-                for layer in leaves:
-                    y = layer(y)
-                    clock.append(time.perf_counter())
-                for i, spent in enumerate(np.diff(clock)):
+            for _ in range(5 if inside_times else 0):
+                for i, spent in enumerate(clocked_layers(leaves, step_x)):
                     inside_times[i].append(spent)
     print(f"{args.model} batch {args.batch_size}, {args.threads} thread(s), {args.rounds} rounds; profile {args.profile}")
     total_p = total_m = 0.0

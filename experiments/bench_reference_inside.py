@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from bench_layers_alone import clocked_layers
+
 
 def _p10_us(times) -> float:
     return float(np.quantile(times, 0.1)) * 1e6
@@ -64,11 +66,7 @@ def inside_and_alone(name: str, rounds: int) -> str:
                 for _ in range(10):
                     run(x)
                 out.append((time.perf_counter() - start) / 10)
-            z, clock = x, [time.perf_counter()]
-            for layer in leaves:
-                z = layer(z)
-                clock.append(time.perf_counter())
-            for i, spent in enumerate(np.diff(clock)):
+            for i, spent in enumerate(clocked_layers(leaves, x)):
                 inside[i].append(spent)
     lines = [f"{name} batch 1, {torch.get_num_threads()} thread(s), {rounds} rounds; 10th percentiles, µs"]
     for i, layer in enumerate(leaves):
