@@ -8,7 +8,7 @@ read back from the shared cache (:mod:`crossover.opcost.reuse`). This prints, fr
 
 - each product alone against the grid's cells timed beside it (their time per ``K·N`` interpolated in
   ``log K·N``): whether the grid costs the layer's shapes;
-- the four products one after the other (5.3 MiB of weights cycled) against their sum alone: what reading the
+- the four products one after the other (5.0 MiB of weights cycled) against their sum alone: what reading the
   weights back costs;
 - the layer whole against the chain: what the fused op adds beyond its products.
 

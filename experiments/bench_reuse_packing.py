@@ -12,7 +12,7 @@ its weights), then a block of calls cycles over them; the 10th percentile of a c
     python experiments/bench_reuse_packing.py --threads 1 --encoder
 
 With ``--encoder`` it times the zoo's encoder layer at batch 1 (``nn.TransformerEncoderLayer(256, 4)``, 64
-tokens, 5.3 MiB of weights) instead: one layer called again and again, and 2, 4 and 8 copies called in turn
+tokens, 5.0 MiB of weights) instead: one layer called again and again, and 2, 4 and 8 copies called in turn
 (each layer's weights read back after its copies'), in a shuffled order in each round; the 10th percentile and
 median of a call. Where one layer alone costs what the copies in turn do, its weights do not stay in the
 shared level between two steps.

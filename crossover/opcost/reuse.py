@@ -21,7 +21,7 @@ level acts far smaller than the 32 MiB L3 it reports: a product cycling over wei
 more at one thread (16 at two; the rise between 2 and 8 MiB, 8 and 16) pays 90-160 ps a weight byte beyond
 the same product on one weight, about alike for 1, 16 and 64 rows and for 256 KiB and 2 MiB weights
 (``experiments/bench_reuse_products.py``, ``results/amd-epyc-2c/logs/reuse_products_1129.log``); spans up to
-four caches (2 MiB there) saw none of it, and the zoo's encoder layer, 5.3 MiB of weights, read 23-33% low
+four caches (2 MiB there) saw none of it, and the zoo's encoder layer, 5.0 MiB of weights, read 23-33% low
 at batch 1 in every sitting of 1129i-j. :func:`fit_reuse` turns them into a curve of the extra seconds per byte of state
 against that multiple. A product of many rows touches its weight twice, as the BLAS packs it into a buffer of
 its own (:data:`PACKED_MIN_ROWS`): at one thread on the AMD VM products of 32 and 64 rows paid the shared level's
@@ -194,7 +194,7 @@ def packed_copy_bytes(row: Mapping) -> float:
     state bytes (a layer's weight forward and backward; the activations a weight's gradient is multiplied
     from); a fused layer's, its products' weights where they have that many rows
     (:func:`crossover.opcost.fused_layers.fused_rows`; the zoo's encoder layer at batch 1, 64 tokens: its
-    5.3 MiB of weights); 0 for any other row."""
+    5.0 MiB of weights); 0 for any other row."""
     from .fused_layers import FUSED_OPS, fused_rows
     from .trace_state import op_name
 
@@ -209,7 +209,7 @@ def fused_inner_written_bytes(row: Mapping) -> float:
     """The bytes a fused layer's kernels write inside it (:func:`crossover.opcost.fused_layers.fused_rows`:
     the projections' outputs, the attention scores, the feed-forward's hidden activations), as the same
     layer run unfused writes them between its weights' reads; 0 for any other row (pure). The zoo's encoder
-    layer at batch 1 writes 2.0 MiB so beside its 5.3 MiB of weights."""
+    layer at batch 1 writes 2.0 MiB so beside its 5.0 MiB of weights."""
     from .fused_layers import FUSED_OPS, fused_rows
     from .trace_state import op_name
 
