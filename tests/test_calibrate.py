@@ -37,7 +37,8 @@ def test_tiny_calibration_writes_a_readable_profile(tmp_path):
     assert loaded.llc_bytes == llc_bytes() and loaded.meta["environment"]["cpu_model"]
     rows = read_calibration(tmp_path / "p")
     assert {r["round"] for r in rows} == {0, 1} and sum(r["reference"] for r in rows) == 2
-    assert len(rows) == 2 * (len(points(TINY)) + 1 + (NEIGHBOUR_VISITS - 1) * len(neighbour_points()))
+    threads = loaded.threads  # the primitives of the threads the calibration ran at (a convolution among others: below 3)
+    assert len(rows) == 2 * (len(points(TINY, "cpu", threads)) + 1 + (NEIGHBOUR_VISITS - 1) * len(neighbour_points(threads)))
     rebuilt = build_profile(rows, device="cpu", machine="tiny", llc=loaded.llc_bytes, threads=loaded.threads,
                             cache_bytes=loaded.cache_bytes)  # as rebuild_profile does: the reuse term reads both
     assert rebuilt.overheads == pytest.approx(loaded.overheads)
@@ -64,10 +65,10 @@ def test_each_reference_step_is_visited_as_often_a_round_as_the_plan_says(tmp_pa
     for r in models:
         per_round[(r["round"], r["key"])] = per_round.get((r["round"], r["key"]), 0) + 1
     assert set(per_round.values()) == {2} and len(per_round) == 2 * 2  # 2 rounds x (forward, train)
-    neighbours = (NEIGHBOUR_VISITS - 1) * len(neighbour_points())  # a convolution among others: visited more
-    assert len(rows) == 2 * (len(points(twice)) + 1 + 2 + neighbours)
-    assert {r["key"] for r in rows if r["family"] == NEIGHBOURS} and \
-        sum(r["family"] == NEIGHBOURS for r in rows) == 2 * NEIGHBOUR_VISITS * len(neighbour_points())
+    threads = load_profile(tmp_path / "p").threads
+    neighbours = (NEIGHBOUR_VISITS - 1) * len(neighbour_points(threads))  # a convolution among others: visited more
+    assert len(rows) == 2 * (len(points(twice, "cpu", threads)) + 1 + 2 + neighbours)
+    assert sum(r["family"] == NEIGHBOURS for r in rows) == 2 * NEIGHBOUR_VISITS * len(neighbour_points(threads))
     assert load_profile(tmp_path / "p").meta["reference_models"]  # pooled: one report per step
 
 

@@ -80,3 +80,20 @@ def test_a_step_pays_each_forward_convolution_its_paths_price_on_a_cpu_only():
     table, calls = trace_step(one_d, (8, 256), 1, "train")
     rows = table.to_dict("records")
     assert neighbours_s(cpu, rows) == pytest.approx(2 * PRICES_S["native"])  # not the backward convolutions
+
+
+def test_from_three_threads_no_primitive_is_timed_and_no_price_is_charged():
+    """At three threads or more a batch-1 convolution's team churns (the thread-start term's business): the
+    plan times no such primitive there, and a profile made there that holds a price (the H200 host's of
+    29 November, 16 threads) charges none of it; at one and two threads both as before."""
+    assert neighbour_points(1) and neighbour_points(2) and not neighbour_points(3) and not neighbour_points(16)
+    assert not neighbour_points(0)  # torch's default: several threads
+    for threads, timed in ((1, True), (2, True), (3, False), (16, False)):
+        plan = points(PLANS["smoke"], "cpu", threads)
+        assert any(p.family == NEIGHBOURS for p in plan) == timed
+    prices = {price_name(b): s for b, s in PRICES_S.items()}
+    five = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5))
+    rows = trace_step(five, (1, 28, 28), 8, "forward")[0].to_dict("records")
+    for threads, charged in ((1, 2 * PRICES_S["mkldnn"]), (2, 2 * PRICES_S["mkldnn"]), (3, 0.0), (16, 0.0)):
+        profile = dataclasses.replace(synthetic_profile(dispatch_s=2 * US, **prices), threads=threads)
+        assert neighbours_s(profile, rows) == pytest.approx(charged)

@@ -238,7 +238,7 @@ def points(plan: Plan, device: str = "cpu", threads: int = 0) -> list:
         out += [Point(family, name, m=round(gap * 1e9), n=n, x=gap)  # m: the gap in ns (a key apart for each)
                 for family, name, gap, (n,) in wake_points() if threads != 1]  # one thread: no team to wake
         out += [Point(family, name, m=shape[0], n=shape[1], x=x) for family, name, x, shape in thread_start_points(threads)]
-        out += [Point(family, name) for family, name in neighbour_points()]  # a convolution among other kernels
+        out += [Point(family, name) for family, name in neighbour_points(threads)]  # a convolution among others
         out += [Point(family, name, m=round(x * 100), k=shape[1], n=shape[2], x=x)  # m: the span in hundredths
                 for family, name, x, shape in reuse_points(private_cache_bytes() * threads if threads else None)]
     for m, kn in itertools.product(plan.matmul_m, plan.matmul_kn):

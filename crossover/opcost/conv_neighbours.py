@@ -20,6 +20,17 @@ convolution alone, beside the others' rotation without it; :func:`fit_neighbours
 per call, ``rotation - convolution - others``, and :func:`neighbours_s` charges it to each forward
 convolution of a step by the path ATen runs it on (:func:`crossover.opcost.op_costs.conv_backend`).
 A profile without the primitive (every calibration before it, every GPU's) charges nothing.
+
+Below :data:`~crossover.opcost.thread_starts.MIN_THREADS` threads only. At more, a batch-1 convolution runs
+on a narrower team than its neighbours and the pool churns (:mod:`crossover.opcost.thread_starts`, which
+prices that at batch 1, where it happens): the H200 host's 16-thread calibration of 29 November timed
+LeNet-5's convolution alone at 0.53 to 12.9 ms a visit (46-87 µs at one thread on the same host) and read
+a price of 243 µs for oneDNN's path against 4.0 µs at one thread
+(``experiments/results/nvidia-h200-16c/run3/gpu-paired/calibration``): there the primitive times the
+host's batch-1 thread costs, not a cache effect, and charged at every batch it over-predicted that visit's
+convolution steps at batch 8 and 64 by up to 2.5 times. So a calibration at three or more threads times no
+such primitive, and :func:`neighbours_s` charges nothing on a profile made at that many threads (the cache
+effect, a few µs a convolution at one thread, is left out there).
 """
 
 from __future__ import annotations
@@ -28,10 +39,11 @@ import math
 from typing import Callable, Mapping, Sequence
 
 from .op_costs import conv_backend
+from .thread_starts import MIN_THREADS
 from .trace import op_name
 
 __all__ = ["NEIGHBOURS", "NEIGHBOUR_VISITS", "CONVOLUTIONS", "OTHERS", "neighbour_points", "neighbour_step", "fit_neighbours",
-           "neighbours_s", "price_name"]
+           "neighbours_s", "price_name", "priced_at"]
 
 #: The calibration family of the primitives.
 NEIGHBOURS = "conv_neighbours"
@@ -56,9 +68,11 @@ def price_name(backend: str) -> str:
     return f"conv_neighbours_{backend}_s"
 
 
-def neighbour_points() -> list:
+def neighbour_points(threads: int = 1) -> list:
     """``(family, name)`` of each primitive: every convolution's rotation and its call alone, the others'
-    rotation."""
+    rotation; none at ``threads`` of :data:`~crossover.opcost.thread_starts.MIN_THREADS` or more (0: several)."""
+    if not priced_at(threads):
+        return []
     names = [f"{backend}/{what}" for backend in CONVOLUTIONS for what in ("rotation", "alone")]
     return [(NEIGHBOURS, name) for name in [*names, OTHERS_NAME]]
 
@@ -110,10 +124,16 @@ def fit_neighbours(families: Mapping) -> dict:
             for backend in CONVOLUTIONS if {f"{backend}/rotation", f"{backend}/alone"} <= set(by_name)}
 
 
+def priced_at(threads: int) -> bool:
+    """Whether a CPU calibration at ``threads`` (0: torch's default, several) times and charges the price."""
+    return 0 < threads < MIN_THREADS
+
+
 def neighbours_s(profile, rows: Sequence[Mapping]) -> float:
     """Seconds a step's forward convolutions pay among its other kernels on a CPU ``profile``: each at its
-    path's price (0 on a GPU, or where the profile has no price)."""
-    if profile.device != "cpu":
+    path's price (0 on a GPU, where the profile has no price, or where it was made at
+    :data:`~crossover.opcost.thread_starts.MIN_THREADS` threads or more)."""
+    if profile.device != "cpu" or (profile.threads and not priced_at(int(profile.threads))):
         return 0.0
     return sum(profile.overhead(price_name(conv_backend(row, int(profile.threads or 0))))
                for row in rows if row.get("phase", "forward") == "forward" and op_name(row.get("op", "")) == "convolution")
