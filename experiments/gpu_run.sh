@@ -9,7 +9,11 @@
 # deadline, the CUDA tests straight after the zoo, and the host's thread diagnostics before the one-thread
 # stages (which take what is left). The fifth visit's (2026-11-28) took 542 s; its paired suite stopped at its
 # 100 s limit after 545 of 760 rows (a follow-up call finished it with --resume): now 130 s, paid for by the
-# thread-environment and wake-kind stages, whose question that visit answered. This leaves a 15-minute lease a few minutes for a
+# thread-environment and wake-kind stages, whose question that visit answered. The H200's third visit
+# (2026-11-29) took 537 s; its zoo stages stopped at their limits (6 of 8 rounds; at one thread 2 of 5: a
+# zoo stage spends 15-20 s tracing and predicting before its first round), so they now have 55 and 45 s,
+# paid for by the batch-1 thread probe and the parallel-region count, whose questions that visit answered
+# (experiments/results/nvidia-h200-16c/run3/step-profile.log). This leaves a 15-minute lease a few minutes for a
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
 # ends (at most 8 files, what the device tool brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
@@ -22,11 +26,9 @@
 #                   reference models among them (measure-reference_*: the process's share of a miss);
 #                   zoo-1t/ the CPU side at one thread
 #   peaks.json      the devices' measured peaks
-#   step-profile.txt  SGD's update after a batch-1 and a batch-8 step and LeNet-5's batch-1 convolutions
-#                   timed at the host's threads, half, 4 and 1 (bench_batch1_host.py), the host CPU's MNIST
-#                   training step, LeNet-5 and the 1-D CNN at batch 1 and 8 under torch.profiler, which
-#                   ops open a parallel region at its thread count (bench_parallel_regions.py), then
-#                   torch.profiler's kernels and gaps of a few zoo steps on the GPU
+#   step-profile.txt  the host CPU's MNIST training step, LeNet-5 and the 1-D CNN at batch 1 and 8 under
+#                   torch.profiler, then torch.profiler's kernels and gaps of a few zoo steps on the GPU
+#                   (what the deadline leaves of them)
 #   tests.log       the CUDA tests
 #   summary.md      each stage's status and time, the rows measured, the zoo's errors
 # On a machine without CUDA the CPU stages run and the CUDA stages say they are skipped (a check of the
@@ -89,7 +91,7 @@ pack profiles.tgz profiles
 # The zoo: every model on each device, predicted from the profiles, then measured in one pool of shuffled
 # rounds per device (the devices' rounds in turn), the calibration's reference models among them: within
 # the H100's fourth visit the zoo's process ran them 1.063x the calibration's time of them on the GPU.
-stage zoo 35 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
+stage zoo 55 $PY experiments/gpu_zoo.py --out "$work/zoo" --devices "$devices" --profiles "$work/profiles" --references
 pack zoo.tgz zoo
 
 # The CUDA tests, before the diagnostics below (the fourth visit's run was stopped before they ended).
@@ -100,13 +102,9 @@ else
     skip cuda-tests "no CUDA on this machine"
 fi
 
-# Where the 16-thread host's batch-1 steps lose their time. The fifth visit (run5/step-profile.log) ruled
-# out sleeping threads (the steps as slow with OMP_WAIT_POLICY=ACTIVE) and located two costs under
-# torch.profiler: SGD's add_ on the same parameters 112 µs a call after a batch-1 step against 7.0 after a
-# batch-8 one, a LeNet-5 6->16 convolution at batch 1 472 µs at 16 threads against 51 at one. This times
-# both at the host's threads, half, 4 and 1 (experiments/bench_batch1_host.py): whether fewer threads
-# would run them quicker. (The thread-environment and wake-kind stages that found this are done.)
-stage cpu-batch1 20 $PY experiments/bench_batch1_host.py
+# (The batch-1 thread probe, experiments/bench_batch1_host.py, ran on the H200's third visit: at 4 threads
+# SGD's add_ after a batch-1 step took 11.2 µs a call against 1988 at 16, LeNet-5's 6->16 convolution 184
+# against 1437; run3/step-profile.log. Its question is answered and its stage gone.)
 stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 [ -f "$work/peaks.json" ] && cp "$work/peaks.json" "$OUT/peaks.json"
 
@@ -114,21 +112,20 @@ stage peaks 12 $PY -m crossover peaks --device "$devices" --out "$work"
 # can be checked on a machine nobody tuned it on (a profile at N threads predicts at N threads). Cut to
 # what the deadline leaves: a calibration stopped between rounds builds its profile from those it has.
 stage calibrate-cpu-1t 75 $PY -m crossover calibrate --device cpu --quick --rounds 6 --threads 1 --out "$work/profiles-1t/cpu"
-stage zoo-cpu-1t 30 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
+stage zoo-cpu-1t 45 $PY experiments/gpu_zoo.py --out "$work/zoo-1t" --devices cpu --threads 1 --profiles "$work/profiles-1t" --rounds 5 --references
 pack profiles.tgz profiles profiles-1t
 pack zoo.tgz zoo zoo-1t
 
-# What is left of the deadline: torch.profiler on the slow batch-1 host steps and on the GPU's steps, and
-# which ops open a parallel region at the host's thread count (the rule thread_wake charges wake-ups by,
-# read off the 2-core VM at two threads: MKL's product thresholds may move with the threads).
+# What is left of the deadline: torch.profiler on the slow batch-1 host steps and on the GPU's steps. (The
+# parallel-region count, experiments/bench_parallel_regions.py, stopped at its 10 s limit on the H200's
+# third visit with nothing printed; its stage is gone.)
 stage cpu-step-profile 13 $PY experiments/gpu_zoo.py --profile-steps --devices cpu --models mnist_mlp,lenet5,conv1d_sequence --out "$work/zoo"
-stage cpu-regions 10 $PY experiments/bench_parallel_regions.py
 if [ "$cuda" = 1 ]; then
     stage step-profile 12 $PY experiments/gpu_zoo.py --profile-steps --devices cuda --models mnist_mlp,toy,lenet5,conv1d_sequence --batches 1,64 --out "$work/zoo"
 else
     skip step-profile "no CUDA on this machine"
 fi
-cat "$work/cpu-batch1.log" "$work/cpu-step-profile.log" "$work/cpu-regions.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
+cat "$work/cpu-step-profile.log" "$work/step-profile.log" > "$OUT/step-profile.txt" 2>/dev/null
 
 {
     printf '\nwall time: %ss\n\n' "$(( $(date +%s) - start_s ))"
