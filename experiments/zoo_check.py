@@ -8,7 +8,8 @@ this machine (no measuring; seconds on any laptop).
 --json``, as ``experiments/gpu_zoo.py`` writes them); every model is traced and predicted with
 ``crossover.decide`` on the profiles (:mod:`crossover.analysis.zoo_runs`) at the measured batch sizes. Prints, per model and device, the
 median and worst |error| (latency = the 10th percentile of the pooled repeats on both sides) against the
-GPU issue's target (median ≤ 10%, worst ≤ 25%), then per model with both devices measured the measured
+GPU issue's target (median ≤ 10%, worst ≤ 25%) and per device how many measurements fall inside their
+predicted intervals, then per model with both devices measured the measured
 and predicted crossover batch (log-interpolated between batch sizes; within ×1.5 holds) and the winner
 at every point whose devices differ by more than 10%. Where the zoo was measured with the calibration's
 reference models beside it (``gpu_zoo.py --references``), also how much slower the sitting ran them than
@@ -27,7 +28,7 @@ from crossover.analysis.zoo_check import TARGET_MEDIAN, TARGET_WORST
 
 
 def main(argv=None) -> int:
-    from crossover.analysis.zoo_check import crossover_table, error_table, sitting_ratios, without_sitting
+    from crossover.analysis.zoo_check import crossover_table, error_table, interval_table, sitting_ratios, without_sitting
     from crossover.analysis.zoo_runs import (predict_measurements, read_measurements, read_reference_remeasures,
                                              read_zoo_sets)
 
@@ -61,6 +62,9 @@ def main(argv=None) -> int:
     for device, rows in errors.groupby("device"):
         print(f"{device}: median of the models' median errors {100 * rows['median_error'].median():.1f}%, "
               f"{int(rows['met'].sum())} of {len(rows)} within target")
+    for row in interval_table(frame).itertuples():
+        print(f"{row.device}: {row.inside} of {row.points} measurements inside the predicted interval "
+              f"(median half-width {100 * row.median_half_width:.1f}%)")
     ratios = sitting_ratios(read_reference_remeasures(args.zoo, args.profiles))
     if ratios:
         shifted = error_table(without_sitting(frame, ratios))

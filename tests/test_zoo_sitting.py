@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from crossover.analysis.zoo_check import error_table, sitting_ratios, without_sitting
+from crossover.analysis.zoo_check import error_table, interval_table, sitting_ratios, without_sitting
 from crossover.analysis.zoo_runs import read_measurements, read_reference_remeasures
 
 
@@ -57,3 +57,20 @@ def test_the_ratio_is_against_the_profiles_given_and_skips_unusable_times(tmp_pa
     given = read_reference_remeasures(zoo, [other])
     assert given[["batch_size", "calibration_s"]].values.tolist() == [[1, 2e-4]]  # batch 256: not in that profile
     assert sitting_ratios(given) == pytest.approx({"cuda": 0.75})
+
+
+def test_the_interval_table_counts_each_devices_measurements_inside_their_intervals():
+    """Per device: the points with an interval, those inside it (ends included), and the median half-width
+    over the prediction; a point without a prediction is not counted; a frame without intervals: none."""
+    frame = pd.DataFrame(dict(
+        device=["cpu", "cpu", "cpu", "cuda", "cuda"],
+        measured_s=[1.0, 2.0, 5.0, 1.0, 1.0],
+        predicted_s=[1.0, 2.0, 4.0, 1.0, None],
+        predicted_low_s=[0.8, 2.0, 3.0, 1.1, 0.5],
+        predicted_high_s=[1.2, 3.0, 4.5, 1.3, 1.5]))
+    table = interval_table(frame).set_index("device")
+    assert table.loc["cpu", "points"] == 3 and table.loc["cpu", "inside"] == 2  # 5.0 lies past 4.5
+    assert table.loc["cpu", "inside_share"] == pytest.approx(2 / 3)
+    assert table.loc["cpu", "median_half_width"] == pytest.approx(0.2)  # 0.2, 0.25, 0.1875
+    assert table.loc["cuda", "points"] == 1 and table.loc["cuda", "inside"] == 0  # 1.0 under 1.1
+    assert interval_table(frame.drop(columns=["predicted_low_s"])).empty

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..crossings import log_crossings
 
-__all__ = ["ZOO_KEYS", "error_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR",
+__all__ = ["ZOO_KEYS", "error_table", "interval_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR",
            "TARGET_MEDIAN", "TARGET_WORST"]
 
 ZOO_KEYS = ("model", "workload")
@@ -43,6 +43,31 @@ def error_table(frame: pd.DataFrame) -> pd.DataFrame:
                          worst_error=float(signed.abs().max()) if len(signed) else math.nan,
                          bias=float(signed.median()) if len(signed) else math.nan))
     return pd.DataFrame(rows)
+
+
+def interval_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per device, how the predicted intervals hold the measurements: ``points`` (those with an interval),
+    ``inside`` (``predicted_low_s <= measured_s <= predicted_high_s``), ``inside_share`` and
+    ``median_half_width`` (half the interval over the prediction, the median over points). Empty where the
+    frame has no intervals.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        ``device``, ``measured_s``, ``predicted_s``, ``predicted_low_s``, ``predicted_high_s``.
+    """
+    columns = ["device", "points", "inside", "inside_share", "median_half_width"]
+    if "predicted_low_s" not in frame or "predicted_high_s" not in frame:
+        return pd.DataFrame(columns=columns)
+    known = frame.dropna(subset=["predicted_s", "predicted_low_s", "predicted_high_s"])
+    rows = []
+    for device, group in known.groupby("device", sort=True):
+        low, high = group["predicted_low_s"].astype(float), group["predicted_high_s"].astype(float)
+        inside = (low <= group["measured_s"]) & (group["measured_s"] <= high)
+        half = (high - low) / 2 / group["predicted_s"].astype(float)
+        rows.append(dict(device=device, points=len(group), inside=int(inside.sum()),
+                         inside_share=float(inside.mean()), median_half_width=float(half.median())))
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _first_crossing(batch, a, b) -> tuple:

@@ -132,7 +132,7 @@ def transfer_macros(frames: dict) -> list:
     reference models); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
     whose predicted crossover lies within x1.5 of the measured one, or neither crosses) of ``...Pairs``, and
     ``...WinnerRight`` of ``...Decided`` (points whose devices differ by more than 10%)."""
-    from ..analysis.zoo_check import crossover_table, without_sitting
+    from ..analysis.zoo_check import crossover_table, interval_table, without_sitting
 
     errors = transfer_errors(frames)
     macros = []
@@ -146,13 +146,12 @@ def transfer_macros(frames: dict) -> list:
         what = f"zoo set {set_name}, {device}"
         within = int(((sub["median_pct"] <= TARGET_MEDIAN_PCT) & (sub["worst_pct"] <= TARGET_WORST_PCT)).sum())
         frame = frames.get(set_name)
-        points = frame[frame["device"] == device].dropna(subset=["predicted_s"]) if frame is not None else None
-        if points is not None and len(points) and "predicted_low_s" in points:
-            inside = (points["predicted_low_s"] <= points["measured_s"]) & (points["measured_s"] <= points["predicted_high_s"])
-            half = (points["predicted_high_s"] - points["predicted_low_s"]) / 2 / points["predicted_s"]
-            macros += [Macro(f"Transfer{letters}Inside", format_number(100 * float(inside.mean()), 2),
+        held = interval_table(frame) if frame is not None else pd.DataFrame()
+        held = held[held["device"] == device] if len(held) else held
+        if len(held):
+            macros += [Macro(f"Transfer{letters}Inside", format_number(100 * float(held["inside_share"].iloc[0]), 2),
                              f"{what}: measurements inside the predicted interval (%)"),
-                       Macro(f"Transfer{letters}HalfWidth", format_number(100 * float(half.median()), 2),
+                       Macro(f"Transfer{letters}HalfWidth", format_number(100 * float(held["median_half_width"].iloc[0]), 2),
                              f"{what}: the interval's median half-width (% of the prediction)")]
         else:
             macros += [Macro(f"Transfer{letters}Inside", DASH, f"{what}: no intervals"),
