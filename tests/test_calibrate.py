@@ -312,3 +312,34 @@ def test_the_recurrent_primitive_runs_where_it_is_built():
     # timed in eval mode, as a forward prediction's model runs (cuDNN's inference forward, not its training one)
     gru = next(c.cell_contents for c in step.__closure__ if isinstance(c.cell_contents, torch.nn.GRU))
     assert not gru.training
+
+
+def test_the_gpu_recurrent_curve_holds_a_wide_batch_at_a_narrow_width():
+    """A GPU's GRU step spreads its batch over the device and lengthens with its hidden width. With a
+    primitive time of that shape (batch free), the curve through the quick plan's shapes costs the zoo's
+    GRU (32 -> 64, 50 steps) at batch 512 near its truth; without the plan's wide batch at width 64, the
+    affine chord toward the 256-wide shape puts it half as high again (the H200's third visit: 482 µs
+    predicted, 257-260 measured)."""
+    import dataclasses
+
+    from crossover.opcost.gpu_ops import gru_flops
+    from crossover.opcost.op_costs import op_cost
+    from crossover.opcost.profiles import Curve, synthetic_profile
+
+    def truth_s(batch, steps, width, hidden):  # a call's floor, then each step by its hidden width alone
+        return 100e-6 + steps * (1e-6 + 0.02e-6 * hidden)
+
+    row = dict(op="aten._cudnn_rnn.default", kind="rnn", launches=2, flops=0.0, bytes=0.0,
+               rnn=dict(batch=512, input=32, hidden=64, gates=3, layers=1, directions=1, steps=50))
+    gpu = synthetic_profile("cuda", dispatch_s=5e-6, flop_rate=1e12)
+
+    def device_s(shapes):
+        shapes = sorted(shapes, key=lambda s: gru_flops(s[0], s[1], s[2], s[2]))
+        curve = Curve.fit([gru_flops(b, t, h, h) for b, t, h in shapes], [truth_s(b, t, h, h) for b, t, h in shapes])
+        return op_cost(dataclasses.replace(gpu, curves=dict(gpu.curves, rnn=curve)), row).device_s
+
+    shapes = PLANS["quick"].rnn_shapes
+    truth = truth_s(512, 50, 32, 64)
+    assert device_s(shapes) == pytest.approx(truth, rel=0.2)
+    narrow_wide = [s for s in shapes if s[0] >= 64 and s[2] == 64]
+    assert narrow_wide and device_s([s for s in shapes if s not in narrow_wide]) > 1.4 * truth
