@@ -74,12 +74,8 @@ class Plan:
     conv_batches: tuple  # on square images of each conv_sizes side (padded: the output has the same size)
     attention_shapes: tuple  # (batch, heads, sequence, head dim)
     h2d_sizes: tuple = (2**12, 2**16, 2**20, 2**24)  # bytes (CUDA only)
-    #: cuDNN's fused GRU (CUDA only), (batch, time steps, hidden = input width): a curve over its FLOPs,
-    #: affine between shapes. A step's batch spreads over the GPU while its hidden width lengthens the chain
-    #: of dependent products: on the H200's third visit the 64-step GRU at batch 8, hidden 64 took 157 µs and
-    #: at batch 64, hidden 256 1184, while the zoo's 50-step GRU at hidden 64 measured 173 µs at batch 1 and
-    #: 257-260 at 512, where the curve through the first three shapes put 482. So a wide batch at that
-    #: narrow width is timed too (added after that visit; the next visit tells whether it holds).
+    #: cuDNN's fused GRU (CUDA only), (batch, time steps, hidden = input width): a curve over its FLOPs, affine
+    #: between shapes; a wide batch at a narrow width too (``experiments/results/nvidia-h200-16c/README.md``).
     rnn_shapes: tuple = ((1, 16, 64), (8, 64, 64), (512, 64, 64), (64, 64, 256))
     #: PyTorch's CPU GRU (its C++ loop over time steps), (batch, time steps, hidden = input width): six
     #: shapes over :data:`crossover.opcost.gpu_ops.CPU_RNN_STEPS` steps and two over four times as many,
