@@ -14,8 +14,14 @@
 # zoo stage spends 15-20 s tracing and predicting before its first round), so they now have 55 and 45 s,
 # paid for by the batch-1 thread probe and the parallel-region count, whose questions that visit answered
 # (experiments/results/nvidia-h200-16c/run3/step-profile.log). This leaves a 15-minute lease a few minutes for a
-# machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). Each stage's files are packed into $OUT as soon as the stage
-# ends (at most 8 files, what the device tool brings back), the summary table last:
+# machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). The
+# third H200 visit's follow-up (87 s) measured the zoo again in a new process with the run's profiles, which
+# showed the spread between processes (up to 1.5x at one thread; run3/README section):
+#   w=$(ls -d /tmp/gpu_run.*); python3 experiments/gpu_zoo.py --out $w/zoo-b --devices cpu,cuda \
+#     --profiles $w/profiles --references; python3 experiments/gpu_zoo.py --out $w/zoo-b-1t --devices cpu \
+#     --threads 1 --profiles $w/profiles-1t --rounds 5 --references; tar czf $OUT/zoo-b.tgz -C $w zoo-b zoo-b-1t
+# Each stage's files are packed into $OUT as soon as the stage ends (at most 8 files, what the device tool
+# brings back), the summary table last:
 #   env.json        the environment record (machine label, CPU, GPU, driver, torch)
 #   paired.tgz      the paired CPU/GPU suite (experiments/suites/gpu-paired.toml): results.csv, metadata.json
 #   profiles.tgz    quick calibrations of the GPU and of its host CPU (profiles/cuda, profiles/cpu), and of the
