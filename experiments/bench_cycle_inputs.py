@@ -16,9 +16,10 @@ shuffled rounds (blocks of ten calls each, the 10th percentile of the blocks, pe
   within a step).
 
 ``cycle`` near ``alone`` and ``step`` above both: what a layer hands the next costs, not the switching;
-``cycle`` near ``step``: the switching does.
+``cycle`` near ``step``: the switching does. ``others`` times the calibration's own rotation of four small
+kernels (``conv_neighbours``' others) the same way: ``cycle`` and ``alone`` only.
 
-    python experiments/bench_cycle_inputs.py norm_mlp deep_mlp mlp [--threads 1] [--rounds 200]
+    python experiments/bench_cycle_inputs.py norm_mlp deep_mlp mlp cnn others [--threads 1] [--rounds 200]
 
 Run it on a quiet machine.
 """
@@ -31,57 +32,56 @@ import time
 
 import numpy as np
 
+from bench_reference_inside import leaves_and_inputs
+
 BLOCK = 10
-
-
-def _leaves_and_inputs(name: str):
-    import torch
-
-    from crossover.opcost.reference_models import REFERENCE_MODELS, reference_model
-
-    torch.manual_seed(0)
-    model = reference_model(name).eval()
-    leaves = [m for m in model.modules() if not list(m.children())]
-    inputs, y = [], torch.randn(1, *REFERENCE_MODELS[name])
-    with torch.no_grad():
-        for layer in leaves:
-            inputs.append(y.clone())
-            y = layer(y)
-    return leaves, inputs
+#: The name that times the calibration's rotation of small kernels instead of a reference model.
+OTHERS = "others"
 
 
 def variants(name: str) -> dict:
-    """The no-argument calls timed for reference model ``name``: one block (see the module's docstring)."""
-    leaves, inputs = _leaves_and_inputs(name)
-    first = inputs[0]
+    """The no-argument calls timed for ``name``: a reference model's, or ``others`` (the calibration's rotation
+    of four small kernels, :data:`crossover.opcost.conv_neighbours.OTHERS`, which pass nothing between them:
+    no ``step``); each one block (see the module's docstring)."""
+    if name == OTHERS:
+        from crossover.opcost.conv_neighbours import OTHERS as KERNELS, _calls
 
-    def step():
-        for _ in range(BLOCK):
-            z = first
-            for layer in leaves:
-                z = layer(z)
+        kernels = _calls("cpu")
+        ops = [kernels[k] for k in KERNELS]
+        calls = {}
+    else:
+        _, leaves, inputs = leaves_and_inputs(name)
+        ops = [lambda layer=layer, x=x: layer(x) for layer, x in zip(leaves, inputs)]
 
-    def kept():
-        held = []
-        for _ in range(BLOCK):
-            z = first
-            for layer in leaves:
-                z = layer(z)
-                held.append(z)
+        def step():
+            for _ in range(BLOCK):
+                z = inputs[0]
+                for layer in leaves:
+                    z = layer(z)
+
+        def kept():
+            held = []
+            for _ in range(BLOCK):
+                z = inputs[0]
+                for layer in leaves:
+                    z = layer(z)
+                    held.append(z)
+
+        calls = {"step": step, "step, kept": kept}
 
     def cycle():
         for _ in range(BLOCK):
-            for layer, x in zip(leaves, inputs):
-                layer(x)
+            for op in ops:
+                op()
 
-    def alone(layer, x):
+    def alone(op):
         def block():
             for _ in range(BLOCK):
-                layer(x)
+                op()
         return block
 
-    calls = {"step": step, "cycle": cycle, "step, kept": kept}
-    calls.update({f"alone {i}": alone(layer, x) for i, (layer, x) in enumerate(zip(leaves, inputs))})
+    calls["cycle"] = cycle
+    calls.update({f"alone {i}": alone(op) for i, op in enumerate(ops)})
     return calls
 
 
@@ -105,13 +105,12 @@ def table(name: str, rounds: int, seed: int) -> str:
     p10 = {key: float(np.quantile(t, 0.1)) * 1e6 for key, t in times.items()}
     alone = sum(v for k, v in p10.items() if k.startswith("alone "))
     leaves = sum(k.startswith("alone ") for k in p10)
-    lines = [f"{name}: {leaves} leaves, batch 1, 10th percentile of {rounds} blocks of {BLOCK} (µs a call)",
-             f"  step        {p10['step']:8.1f}",
-             f"  step, kept  {p10['step, kept']:8.1f}",
-             f"  cycle       {p10['cycle']:8.1f}",
-             f"  alone (sum) {alone:8.1f}   " + " ".join(f"{p10[f'alone {i}']:.1f}" for i in range(leaves)),
-             f"  step - cycle {p10['step'] - p10['cycle']:+.1f}, cycle - alone {p10['cycle'] - alone:+.1f} "
-             f"({(p10['cycle'] - alone) / leaves:+.2f} a leaf)"]
+    lines = [f"{name}: {leaves} leaves, batch 1, 10th percentile of {rounds} blocks of {BLOCK} (µs a call)"]
+    lines += [f"  {key:<11} {p10[key]:8.1f}" for key in ("step", "step, kept") if key in p10]
+    lines += [f"  cycle       {p10['cycle']:8.1f}",
+              f"  alone (sum) {alone:8.1f}   " + " ".join(f"{p10[f'alone {i}']:.1f}" for i in range(leaves)),
+              (f"  step - cycle {p10['step'] - p10['cycle']:+.1f}, " if "step" in p10 else "  ")
+              + f"cycle - alone {p10['cycle'] - alone:+.1f} ({(p10['cycle'] - alone) / leaves:+.2f} a leaf)"]
     return "\n".join(lines)
 
 
@@ -119,7 +118,8 @@ def main(argv=None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="+", help="reference models (crossover.opcost.reference_models)")
+    parser.add_argument("models", nargs="+", help="reference models (crossover.opcost.reference_models), or "
+                        f"{OTHERS!r}")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)

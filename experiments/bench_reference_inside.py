@@ -30,8 +30,9 @@ def _p10_us(times) -> float:
     return float(np.quantile(times, 0.1)) * 1e6
 
 
-def inside_and_alone(name: str, rounds: int) -> str:
-    """The table of one reference model at batch 1 (see the module's docstring)."""
+def leaves_and_inputs(name: str) -> tuple:
+    """Reference model ``name`` (eval mode, seeded), its leaf layers in a row, and each leaf's input at batch 1
+    in its step (the first is the step's input)."""
     import torch
 
     from crossover.opcost.reference_models import REFERENCE_MODELS, reference_model
@@ -47,6 +48,15 @@ def inside_and_alone(name: str, rounds: int) -> str:
             y = layer(y)
         if not torch.allclose(y, model(x)):
             raise SystemExit(f"{name} is not its leaf layers in a row")
+    return model, leaves, inputs
+
+
+def inside_and_alone(name: str, rounds: int) -> str:
+    """The table of one reference model at batch 1 (see the module's docstring)."""
+    import torch
+
+    model, leaves, inputs = leaves_and_inputs(name)
+    x = inputs[0]
 
     def bare(z):
         for layer in leaves:
