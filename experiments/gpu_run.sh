@@ -17,7 +17,7 @@
 # machine's start and one short follow-up call (not a second run; the run's files stay in its work folder). The
 # third H200 visit's follow-up (87 s) measured the zoo again in a new process with the run's profiles, which
 # showed the spread between processes (up to 1.5x at one thread; run3/README section):
-#   w=$(ls -d /tmp/gpu_run.*); python3 experiments/gpu_zoo.py --out $w/zoo-b --devices cpu,cuda \
+#   export PYTHONPATH=.; w=$(ls -d /tmp/gpu_run.*); python3 experiments/gpu_zoo.py --out $w/zoo-b --devices cpu,cuda \
 #     --profiles $w/profiles --references; python3 experiments/gpu_zoo.py --out $w/zoo-b-1t --devices cpu \
 #     --threads 1 --profiles $w/profiles-1t --rounds 5 --references; tar czf $OUT/zoo-b.tgz -C $w zoo-b zoo-b-1t
 # Each stage's files are packed into $OUT as soon as the stage ends (at most 8 files, what the device tool

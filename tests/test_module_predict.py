@@ -263,7 +263,7 @@ def test_a_gpu_products_host_cost_follows_its_own_shape():
     matmul_host grid where the profile has one."""
     import dataclasses
 
-    from crossover.opcost.gpu_ops import host_floor_s, matmul_host_s
+    from crossover.opcost.gpu_ops import bias_free_queued_s, host_floor_s, matmul_host_s
 
     grid = Grid((1.0, 64.0), (256.0, 16384.0, 65536.0, 1048576.0),
                 ((11 * US,) * 4, (21 * US, 21 * US, 15 * US, 60 * US)))
@@ -283,13 +283,40 @@ def test_a_gpu_products_host_cost_follows_its_own_shape():
     assert op_cost(gpu, addmm).host_s == pytest.approx(21 * US)
     assert op_cost(gpu, mm).host_s == pytest.approx(15 * US)
     assert op_cost(gpu, dict(mm, output_shapes=((1, 16),), flops=2.0 * 16 * 16)).host_s == pytest.approx(12 * US)
-    # weights past 128² (the plan's 256² and 512² columns): a few rows keep the product host-bound, so its
-    # own cell counts (cuBLAS's path at 4 rows of a 256² weight: 16 µs, where 64² and 128² take 11 and 13)
+    # weights past 128² (the plan's 256² and 512² columns): a bias-free product's host work is the cheapest
+    # host-bound cell of its rows; a dearer cell (4 rows of a 256² weight: 16 µs, where 64² takes 11) is
+    # its kernel's, which the device pays
     wide = Grid((4.0, 512.0), (4096.0, 16384.0, 65536.0, 262144.0),
                 ((11 * US, 13 * US, 16 * US, 16 * US), (13 * US, 14 * US, 30 * US, 90 * US)))
-    assert matmul_host_s(wide, 4, 65536, by_flops=True) == pytest.approx(16 * US)
+    assert matmul_host_s(wide, 4, 65536, by_flops=True) == pytest.approx(11 * US)
+    assert bias_free_queued_s(wide, 4, 65536) == pytest.approx(16 * US)
     assert matmul_host_s(wide, 4, 65536) == pytest.approx(12 * US)  # the plateau of 64² and 128² alone
-    assert matmul_host_s(wide, 512, 262144, by_flops=True) == pytest.approx(13.5 * US)  # 0.27 GFLOP: its row's host level
+    assert matmul_host_s(wide, 512, 262144, by_flops=True) == pytest.approx(13 * US)  # 0.27 GFLOP: its row's host level
+    assert bias_free_queued_s(wide, 512, 262144) is None  # past the host-bound FLOPs: the grid with bias's kernel
+    assert bias_free_queued_s(wide, 4, 1048576) is None  # past the grid's widest weight
+
+
+def test_a_gpu_bias_free_product_whose_kernel_outlasts_the_host_costs_the_device():
+    """cuBLAS runs a few bias-free shapes with a long kernel (the H200: 28 µs at 8 rows of a 256² weight,
+    where 64² and 512² take 2-4 µs and the host issues each in ~10): the bias-free grid's queued cell is
+    then the kernel's time, charged to the device, while the host pays its rows' cheapest cell; a
+    product with bias and a shape off the long kernel keep their costs."""
+    import dataclasses
+
+    gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US)
+    with_bias = Grid((1.0, 8.0, 64.0), (4096.0, 65536.0, 262144.0), ((11 * US,) * 3, (10 * US,) * 3, (21 * US,) * 3))
+    bias_free = Grid((1.0, 8.0, 64.0), (4096.0, 65536.0, 262144.0),
+                     ((9 * US,) * 3, (9.5 * US, 31 * US, 11 * US), (13 * US, 16 * US, 16 * US)))
+    gpu = dataclasses.replace(gpu, grids=dict(gpu.grids, matmul=with_bias, matmul_host=bias_free))
+    mm = dict(op="aten.mm.default", kind="matmul", input_shapes=((8, 256), (256, 256)), output_shapes=((8, 256),),
+              flops=2.0 * 8 * 256 * 256, launches=1)
+    cost = op_cost(gpu, mm)
+    assert cost.host_s == pytest.approx(9.5 * US)
+    assert cost.device_s == pytest.approx(31 * US)
+    addmm = op_cost(gpu, dict(mm, op="aten.addmm.default"))
+    assert addmm.device_s == pytest.approx(10 * US) and addmm.host_s == pytest.approx(10 * US)
+    narrow = op_cost(gpu, dict(mm, input_shapes=((8, 64), (64, 64)), output_shapes=((8, 64),), flops=2.0 * 8 * 64 * 64))
+    assert narrow.device_s == pytest.approx(10 * US)  # its cell is the host's: the grid with bias's time stands
 
 
 def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():

@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 from .profiles import Grid, Profile
 
-__all__ = ["host_floor_s", "matmul_host_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "CPU_RNN_CALL",
+__all__ = ["host_floor_s", "matmul_host_s", "bias_free_queued_s", "HOST_BOUND_KN", "CPU_RNN_TERMS", "CPU_RNN_CALL",
            "CPU_LSTM_TERMS", "CPU_LSTM_CALL", "LSTM_FIT", "LSTM_WARNING", "cpu_recurrent_features",
            "cpu_recurrent_seconds", "cpu_recurrent_residuals", "residual_ratio", "RNN_RESIDUAL_GRID",
            "fit_cpu_recurrent", "costs_recurrent_whole", "fused_recurrent_row", "recurrent_cost", "gru_flops",
@@ -60,12 +60,17 @@ HOST_BOUND_FLOPS = 2.0 * 1024 * HOST_BOUND_KN
 def matmul_host_s(grid, m: float, kn: float, *, by_flops: bool = False) -> float:
     """The host's seconds per call of a ``(m, kn)`` product on a GPU: the calibration's queued time at that
     shape, at most the host's time for products of ``m`` rows (the median of the grid's host-bound cells
-    at ``m``: weights of at most :data:`HOST_BOUND_KN` elements). With ``by_flops`` (the bias-free grid,
-    whose weights since the plan's 256² and 512² columns go past that size while its few rows keep the
-    kernel short) a product of at most :data:`HOST_BOUND_FLOPS` within the grid's weights is its own
-    cell's time (a column's cuBLAS path is not carried to weights past the last: the H100's 128² column
-    reads 53 µs at 8 rows, another kernel, that a 448² weight does not take), and any other at most the
-    median of its row's cells within that bound.
+    at ``m``: weights of at most :data:`HOST_BOUND_KN` elements).
+
+    With ``by_flops`` (the bias-free grid, whose weights since the plan's 256² and 512² columns go past
+    that size while its few rows keep the kernel short) the host's time for ``m`` rows is the cheapest of
+    the row's cells of at most :data:`HOST_BOUND_FLOPS`: a dearer one is its kernel's time, charged to the
+    device where the grid covers the shape (:func:`bias_free_queued_s`). On the H200 cuBLAS takes a tiled
+    kernel of 49 and 28 µs (with a memset) at 8 and 16 rows of a 128² and a 256² weight, where a 64² or
+    512² weight's takes 2-4 µs and the host issues each in ~10 (``experiments/results/nvidia-h200-16c/run4/
+    mm-kernels.log``); the H100's grid, without the 256² column, has the 128² cell's 53 µs at 8 rows.
+    Costed as host work (a row's median, or the cell itself), those cells put the toy model's batch-8 GPU
+    step 26-50% above what it measured on four H200 zoo processes and 40% on the H100's fifth visit.
 
     cuBLAS's host work depends on the shape: on the H100 and H200 hosts a product with bias of up to 16 rows
     is issued every ~11.5 µs, one of 32 rows or more every ~21 µs (cuBLASLt's bias epilogue) until its
@@ -74,15 +79,27 @@ def matmul_host_s(grid, m: float, kn: float, *, by_flops: bool = False) -> float
     time is the kernel's, and the host's is the row's host-bound time.
     """
     if by_flops:
-        if 2.0 * m * kn <= HOST_BOUND_FLOPS and kn <= grid.kn[-1]:  # its own cell times the host
-            return grid(m, kn)
         small = [kn_i for kn_i in grid.kn if 2.0 * m * kn_i <= HOST_BOUND_FLOPS] or [grid.kn[0]]
-    else:
-        small = [kn_i for kn_i in grid.kn if kn_i <= HOST_BOUND_KN] or [grid.kn[0]]
+        return min(grid(m, kn), min(grid(m, kn_i) for kn_i in small))
+    small = [kn_i for kn_i in grid.kn if kn_i <= HOST_BOUND_KN] or [grid.kn[0]]
     host_bound = sorted(grid(m, kn_i) for kn_i in small)
     mid = len(host_bound) // 2
     plateau = host_bound[mid] if len(host_bound) % 2 else 0.5 * (host_bound[mid - 1] + host_bound[mid])
     return min(grid(m, kn), plateau)
+
+
+def bias_free_queued_s(grid, m: float, kn: float) -> Optional[float]:
+    """The queued seconds per call of a bias-free ``(m, kn)`` product on a GPU, from the bias-free grid
+    (``matmul_host``): its own cell where the grid times that shape host-bound or nearly (at most
+    :data:`HOST_BOUND_FLOPS`, within the grid's weights), else None. A queued call takes the larger of
+    the host's work and its kernel, so this is a floor for the product's kernel time: the composition
+    charges it to the device (:func:`crossover.opcost.op_costs.op_cost`) and the host the cheapest of
+    its row (:func:`matmul_host_s`), which keeps a kernel cuBLAS picks for a few shapes (the H200's
+    28-49 µs at 8 and 16 rows of a 128² or 256² weight) off the host's sum.
+    """
+    if 2.0 * m * kn <= HOST_BOUND_FLOPS and kn <= grid.kn[-1]:
+        return grid(m, kn)
+    return None
 
 
 #: The time steps of most of a CPU calibration's recurrent primitives (their curve, a fallback, is a

@@ -54,7 +54,7 @@ from .conv_grids import (blocked_dims, conv_grid_seconds, conv_grid_time, conv_o
 from .attention_heads import head_seconds
 from .batched_products import BMM_MATRIX, batched_matrices
 from .conv_primitives import ONEDNN_CHANNEL_BLOCK, POINTWISE, TRANSPOSED, is_pointwise, on_transposed_grid
-from .gpu_ops import costs_recurrent_whole, host_floor_s, recurrent_cost
+from .gpu_ops import bias_free_queued_s, costs_recurrent_whole, host_floor_s, recurrent_cost
 from .layer_primitives import LAYER_FAMILIES, SHORT_PLANE_FAMILY, layer_family, moved_bytes, over_plane_length
 from .profiles import Profile
 from .recurrent_layers import recurrent_train_cost
@@ -487,5 +487,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     if on_gpu:
         dims = matmul_dims(row) if family == "matmul" else None
         host = max(profile.overhead("launch_s") * launches, host_floor_s(profile, family, dims, bias=name == "addmm"))
+        bias_free = profile.grids.get("matmul_host") if dims is not None and name != "addmm" else None
+        queued = bias_free_queued_s(bias_free, *dims) if bias_free is not None else None
+        if queued is not None and queued > seconds:  # a kernel cuBLAS picks for this bias-free shape alone
+            compute, seconds = compute + queued - seconds, queued
         return OpCost(host, seconds, floor, family, launches, warning, compute)
     return OpCost(seconds, 0.0, floor, family, launches, warning, compute)
