@@ -23,7 +23,7 @@ __all__ = ["transfer_frames", "transfer_errors", "transfer_macros", "transfer_ta
 
 #: The table's columns: (zoo set, device, header, macro letters).
 #: The H100's third visit comes first: nothing was chosen looking at it; nor at the fourth and fifth, beside it,
-#: nor at the H200's third.
+#: nor at the H200's third and fourth when they were measured (zoo_checks.toml's ``tuned`` says what since).
 TRANSFER_COLUMNS = (("h100-run3", "cuda", "H100 GPU", "HundredGpu"),
                     ("h100-run3", "cpu", "host, 16 thr.", "HundredCpu"),
                     ("h100-run3-1t", "cpu", "host, 1 thr.", "HundredCpuOne"),
@@ -36,6 +36,12 @@ TRANSFER_COLUMNS = (("h100-run3", "cuda", "H100 GPU", "HundredGpu"),
                     ("h200-run3b", "cuda", "GPU, again", "TwoHundredGpuThirdB"),
                     ("h200-run3b", "cpu", "16 thr., again", "TwoHundredCpuThirdB"),
                     ("h200-run3b-1t", "cpu", "1 thr., again", "TwoHundredCpuOneThirdB"),
+                    ("h200-run4", "cuda", "H200 GPU, 4th", "TwoHundredGpuFourth"),
+                    ("h200-run4", "cpu", "host, 16 thr., 4th", "TwoHundredCpuFourth"),
+                    ("h200-run4-1t", "cpu", "host, 1 thr., 4th", "TwoHundredCpuOneFourth"),
+                    ("h200-run4b", "cuda", "GPU, again", "TwoHundredGpuFourthB"),
+                    ("h200-run4b", "cpu", "16 thr., again", "TwoHundredCpuFourthB"),
+                    ("h200-run4b-1t", "cpu", "1 thr., again", "TwoHundredCpuOneFourthB"),
                     ("h100-run5", "cuda", "H100 GPU, 5th", "HundredGpuFifth"),
                     ("h100-run5", "cpu", "host, 16 thr., 5th", "HundredCpuFifth"),
                     ("h100-run5-1t", "cpu", "host, 1 thr., 5th", "HundredCpuOneFifth"),
@@ -44,13 +50,14 @@ TRANSFER_COLUMNS = (("h100-run3", "cuda", "H100 GPU", "HundredGpu"),
                     ("h200-run1", "cuda", "H200 GPU, 1st", "TwoHundredGpuFirst"),
                     ("h200-run1", "cpu", "host, 1st", "TwoHundredCpuFirst"))
 #: Where the table's columns are split into stacked tabulars (before these columns): the H100's third and
-#: fourth visits, the H200's third (its zoo measured twice, by the run and by a second process minutes
-#: later on the same lease), then the rest.
-TRANSFER_BREAKS = (6, 12)
+#: fourth visits, the H200's third and fourth (each zoo measured twice, by the run and by a second process
+#: minutes later on the same lease), then the rest.
+TRANSFER_BREAKS = (6, 12, 18)
 #: The zoo sets whose CPU/GPU crossovers the text quotes: (zoo set, macro letters).
 CROSSOVER_SETS = (("h100-run3", "Hundred"), ("h100-run4", "HundredFourth"), ("h100-run5", "HundredFifth"),
                   ("h100-run2", "HundredSecond"),
-                  ("h200-run1", "TwoHundredFirst"), ("h200-run3", "TwoHundredThird"), ("h200-run3b", "TwoHundredThirdB"))
+                  ("h200-run1", "TwoHundredFirst"), ("h200-run3", "TwoHundredThird"), ("h200-run3b", "TwoHundredThirdB"),
+                  ("h200-run4", "TwoHundredFourth"), ("h200-run4b", "TwoHundredFourthB"))
 #: Rows: (model, workload) -> (macro letters, its name in the table; a star: a kind the calibration's
 #: reference models do not cover).
 TRANSFER_MODELS = {
