@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["log_crossings", "brent_root"]
+__all__ = ["log_crossings", "crossover_ends", "brent_root"]
 
 
 def log_crossings(x, a, b) -> list:
@@ -39,6 +39,30 @@ def log_crossings(x, a, b) -> list:
     if len(r) and r[-1] == 0:
         roots.append(float(np.exp(u[-1])))
     return roots
+
+
+def crossover_ends(batch, first_low, first_high, other_low, other_high) -> tuple:
+    """The earliest and the latest batch size where the device that wins at the smallest batch (the first)
+    may hand over to the other, given both devices' intervals (their low and high times at ``batch``).
+
+    The earliest is where the first device's pessimistic end first reaches the other's optimistic end; the
+    latest where its optimistic end last reaches the other's pessimistic end, after which the other wins
+    even at the first's best. Returns ``(low, high, low_open, high_open)``: an end that does not cross in
+    range is the range's edge, flagged open (the hand-over may lie beyond it: the intervals already overlap
+    at the smallest batch, or the first may still win at the largest). A near-tie (the MNIST training step
+    on the H200 host, whose devices' intervals overlap at every batch) gets the whole range, both open:
+    the first crossing of either pair alone would be a point on one side of the estimate (it read batch
+    1.3 for a crossover predicted at 450).
+    """
+    if first_high[0] >= other_low[0]:
+        low, low_open = float(batch[0]), True
+    else:
+        low, low_open = log_crossings(batch, first_high, other_low)[0], False
+    if first_low[-1] < other_high[-1]:
+        high, high_open = float(batch[-1]), True
+    else:
+        high, high_open = log_crossings(batch, first_low, other_high)[-1], False
+    return low, high, low_open, high_open
 
 
 def brent_root(f, xa: float, xb: float, args=(), xtol: float = 2e-12, rtol: float = 4 * 2.220446049250313e-16,

@@ -186,6 +186,45 @@ def test_crossover_between_a_cpu_and_a_gpu():
     assert never.attrs["crossover"]["at"] is None and never.attrs["crossover"]["winner_everywhere"] == "laptop/cpu"
 
 
+def test_crossover_ends_are_where_the_intervals_allow_the_hand_over():
+    """Power laws cross exactly in log-log: a CPU at 10·√b µs against a flat 100 µs GPU hands over at
+    batch 100; with ±10% intervals the earliest hand-over is where 11·√b meets 90 and the latest where
+    9·√b meets 110, both closed inside the range."""
+    import pandas as pd
+
+    from crossover.crossings import crossover_ends
+
+    batch = [2.0**k for k in range(13)]
+    cpu = [10 * b**0.5 * US for b in batch]
+    gpu = [100 * US] * len(batch)
+    low, high, low_open, high_open = crossover_ends(batch, [0.9 * t for t in cpu], [1.1 * t for t in cpu],
+                                                    [0.9 * t for t in gpu], [1.1 * t for t in gpu])
+    assert low == pytest.approx((90 / 11) ** 2) and high == pytest.approx((110 / 9) ** 2)
+    assert not low_open and not high_open
+    rows = [dict(profile=name, batch_size=b, latency_s=t, latency_low_s=0.9 * t, latency_high_s=1.1 * t)
+            for name, times in (("vm/cpu", cpu), ("h200/cuda", gpu)) for b, t in zip(batch, times)]
+    c = module_crossover(pd.DataFrame(rows), "vm/cpu", "h200/cuda")
+    assert c["at"] == pytest.approx(100) and (c["low"], c["high"]) == pytest.approx((low, high))
+
+
+def test_a_near_tie_crossover_spans_the_range_and_says_so():
+    """The H200's fourth visit predicted the MNIST training step's devices within each other's intervals
+    at every batch (run4/zoo/predict-mnist_mlp-train.json): the hand-over may lie anywhere, so the
+    interval is the whole range with both ends open, not the pessimistic pair's first crossing (batch 1.3,
+    on the far side of the estimate, 450)."""
+    import pandas as pd
+
+    batch = [1, 8, 64, 512]
+    cpu = dict(latency_s=[580, 222, 301, 728], latency_low_s=[433, 166, 225, 543], latency_high_s=[727, 279, 377, 912])
+    gpu = dict(latency_s=[654, 653, 685, 686], latency_low_s=[464, 463, 486, 486], latency_high_s=[844, 843, 885, 885])
+    rows = [dict(profile=name, batch_size=b, **{k: v[i] * US for k, v in times.items()})
+            for name, times in (("h200/cpu", cpu), ("h200/cuda", gpu)) for i, b in enumerate(batch)]
+    c = module_crossover(pd.DataFrame(rows), "h200/cpu", "h200/cuda")
+    assert 64 < c["at"] < 512 and c["winner_below"] == "h200/cpu"
+    assert (c["low"], c["high"], c["low_open"], c["high_open"]) == (1.0, 512.0, True, True)
+    assert c["low"] <= c["at"] <= c["high"]
+
+
 def test_cold_weights_use_the_cold_grid():
     hot = Grid((1.0, 1024.0), (1.0, 2.0**20), ((1e-6, 1e-6), (1e-6, 1e-6)), rate=math.inf)
     cold = Grid((1.0, 1024.0), (1.0, 2.0**20), ((9e-6, 9e-6), (9e-6, 9e-6)), rate=math.inf)

@@ -168,7 +168,8 @@ def cmd_predict_model(args) -> int:
             print(f"crossover {a} vs {b}: none from batch {c['range'][0]} to {c['range'][1]}; "
                   f"{c['winner_everywhere']} is faster throughout")
         else:
-            span = (f" [{c['low']:.0f}, {c['high']:.0f}]" if c["low"] is not None and c["high"] is not None else "")
+            span = (f" [{'≤' if c.get('low_open') else ''}{c['low']:.0f}, {'≥' if c.get('high_open') else ''}"
+                    f"{c['high']:.0f}]" if c["low"] is not None and c["high"] is not None else "")
             print(f"crossover {a} vs {b}: batch ~{c['at']:.0f}{span}: {c['winner_below']} below, "
                   f"{c['winner_above']} above")
     for note in notes:

@@ -49,7 +49,7 @@ import warnings as _warnings
 from collections import defaultdict
 from typing import Mapping, Optional, Sequence
 
-from ..crossings import log_crossings
+from ..crossings import crossover_ends, log_crossings
 from ..measurement.module_rounds import model_mode
 from .gpu_ops import costs_recurrent_whole, fused_recurrent_row
 from .recurrent_layers import costs_recurrent_training, gpu_records, train_records
@@ -473,9 +473,10 @@ def module_crossover(frame, a: str, b: str) -> dict:
     dict
         ``between`` ([a, b]), ``at`` (the batch size where their predicted latencies cross, interpolated
         in log space between the batch sizes where the winner flips; None when it never flips),
-        ``low`` and ``high`` (the crossing of the pessimistic and optimistic ends of both intervals;
-        None where those do not cross in range), ``winner_below``, ``winner_above`` (when it flips),
-        ``winner_everywhere`` (when it does not) and ``range`` (the batch sizes searched).
+        ``low`` and ``high`` (where it flips, the earliest and latest hand-over the two devices' intervals
+        allow, :func:`crossover.crossings.crossover_ends`; None when it never flips), ``low_open`` and ``high_open`` (an end
+        at the range's edge, the hand-over possibly beyond it), ``winner_below``, ``winner_above`` (when it
+        flips), ``winner_everywhere`` (when it does not) and ``range`` (the batch sizes searched).
     """
     ta = frame[frame["profile"] == a].sort_values("batch_size")
     tb = frame[frame["profile"] == b].sort_values("batch_size")
@@ -483,15 +484,15 @@ def module_crossover(frame, a: str, b: str) -> dict:
     if list(tb["batch_size"]) != batch or not batch:
         raise ValueError(f"profiles {a!r} and {b!r} were not predicted at the same batch sizes")
     at = _crossing(batch, list(ta["latency_s"]), list(tb["latency_s"]))
-    ends = [_crossing(batch, list(ta["latency_low_s"]), list(tb["latency_high_s"])),
-            _crossing(batch, list(ta["latency_high_s"]), list(tb["latency_low_s"]))]
-    ends = [e for e in ends if e is not None]
-    first_winner = a if ta["latency_s"].iloc[0] < tb["latency_s"].iloc[0] else b
-    other = b if first_winner == a else a
-    out = dict(between=[a, b], at=at, low=min(ends) if ends else None, high=max(ends) if ends else None,
+    first, second = (ta, tb) if ta["latency_s"].iloc[0] < tb["latency_s"].iloc[0] else (tb, ta)
+    first_winner, other = (a, b) if first is ta else (b, a)
+    out = dict(between=[a, b], at=at, low=None, high=None, low_open=False, high_open=False,
                range=[batch[0], batch[-1]], winner_below=None, winner_above=None, winner_everywhere=None)
     if at is None:
         out["winner_everywhere"] = first_winner
-    else:
-        out.update(winner_below=first_winner, winner_above=other)
+        return out
+    low, high, low_open, high_open = crossover_ends(batch, list(first["latency_low_s"]), list(first["latency_high_s"]),
+                                                    list(second["latency_low_s"]), list(second["latency_high_s"]))
+    out.update(low=min(low, at), high=max(high, at), low_open=low_open, high_open=high_open,
+               winner_below=first_winner, winner_above=other)
     return out
