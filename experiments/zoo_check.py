@@ -80,13 +80,16 @@ def main(argv=None) -> int:
                   f"{100 * row.worst_error:.1f}% | {100 * row.bias:+.1f}% |")
     crossings = crossover_table(frame)
     if not crossings.empty:
-        print("\n| model | workload | measured crossover | predicted | holds (x1.5) | winner right |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("\n| model | workload | measured crossover | predicted [interval] | holds (x1.5) | in interval | winner right |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         text = lambda x, first: f"{x:.0f}" if x is not None and x == x else f"none ({first} faster)"  # noqa: E731
+        span = lambda r: (f" [{r.predicted_low:.0f}, {r.predicted_high:.0f}]"  # noqa: E731
+                          if r.predicted_low is not None and r.predicted_low == r.predicted_low else "")
+        yes = lambda v: "-" if v is None or v != v else ("yes" if v else "no")  # noqa: E731
         for row in crossings.itertuples():
             print(f"| {row.model} | {row.workload} | {text(row.measured_crossover, row.measured_first)} | "
-                  f"{text(row.predicted_crossover, row.predicted_first)} | {'yes' if row.holds else 'no'} | "
-                  f"{row.winner_right} of {row.decided_points} |")
+                  f"{text(row.predicted_crossover, row.predicted_first)}{span(row)} | {yes(row.holds)} | "
+                  f"{yes(row.in_interval)} | {row.winner_right} of {row.decided_points} |")
     detail = frame.assign(error_pct=100 * (frame["predicted_s"] / frame["measured_s"] - 1))
     print("\n" + detail[["model", "workload", "device", "batch_size", "measured_s", "predicted_s", "error_pct"]]
           .to_string(index=False, float_format=lambda v: f"{v:.3g}"))

@@ -74,3 +74,38 @@ def test_the_interval_table_counts_each_devices_measurements_inside_their_interv
     assert table.loc["cpu", "median_half_width"] == pytest.approx(0.2)  # 0.2, 0.25, 0.1875
     assert table.loc["cuda", "points"] == 1 and table.loc["cuda", "inside"] == 0  # 1.0 under 1.1
     assert interval_table(frame.drop(columns=["predicted_low_s"])).empty
+
+
+def _crossing_frame(measured_gpu_us: float, spread: float = 0.1) -> pd.DataFrame:
+    """A CPU at 10·√b µs against a flat GPU, predicted crossing at 100 (GPU 100 µs) with ±``spread``
+    intervals; the GPU measured flat at ``measured_gpu_us`` (crossing at (measured/10)²)."""
+    rows = []
+    for b in (1, 4, 16, 64, 256, 1024):
+        cpu, gpu = 10e-6 * b**0.5, 100e-6
+        rows += [dict(model="m", workload="forward", device="cpu", batch_size=b, measured_s=cpu, predicted_s=cpu,
+                      predicted_low_s=(1 - spread) * cpu, predicted_high_s=(1 + spread) * cpu),
+                 dict(model="m", workload="forward", device="cuda", batch_size=b, measured_s=measured_gpu_us * 1e-6,
+                      predicted_s=gpu, predicted_low_s=(1 - spread) * gpu, predicted_high_s=(1 + spread) * gpu)]
+    return pd.DataFrame(rows)
+
+
+def test_a_measured_crossover_is_checked_against_the_predicted_interval():
+    """Power laws cross exactly in log-log: with ±10% intervals the hand-over may lie from (90/11)² = 66.9
+    to (110/9)² = 149.4 around the predicted 100; a GPU measured at 110 µs crosses at 121 (inside, and
+    within x1.5), at 140 µs at 196 (outside, and not within x1.5); with ±5% intervals (81.9 to 122.2) one
+    measured at 85 µs crosses at 72 (outside, though within x1.5), inside ±40%'s."""
+    from crossover.analysis.zoo_check import crossover_table
+
+    row = crossover_table(_crossing_frame(110)).iloc[0]
+    assert row.predicted_crossover == pytest.approx(100) and row.measured_crossover == pytest.approx(121)
+    assert (row.predicted_low, row.predicted_high) == pytest.approx(((90 / 11) ** 2, (110 / 9) ** 2))
+    assert row.in_interval and row.holds
+    row = crossover_table(_crossing_frame(140)).iloc[0]
+    assert not row.in_interval and not row.holds
+    row = crossover_table(_crossing_frame(85, spread=0.05)).iloc[0]
+    assert not row.in_interval and row.holds
+    assert crossover_table(_crossing_frame(85, spread=0.4)).iloc[0].in_interval
+    # measured never crossing (the CPU faster throughout): inside only where the interval's high end is open
+    assert not crossover_table(_crossing_frame(400)).iloc[0].in_interval
+    assert crossover_table(_crossing_frame(400, spread=0.9)).iloc[0].in_interval
+    assert crossover_table(_crossing_frame(110).drop(columns=["predicted_low_s"])).iloc[0].in_interval is None

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..crossings import log_crossings
+from ..crossings import crossover_ends, log_crossings
 
 __all__ = ["ZOO_KEYS", "error_table", "interval_table", "crossover_table", "sitting_ratios", "without_sitting", "WINNER_MARGIN", "CROSSOVER_FACTOR",
            "TARGET_MEDIAN", "TARGET_WORST"]
@@ -82,7 +82,12 @@ def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") ->
     (log-interpolated between batch sizes; None where they do not cross in the measured range), which
     device wins at the smallest batch, whether the predicted crossover lies within
     :data:`CROSSOVER_FACTOR` of the measured one (or both do not cross with the same winner), and how
-    many points whose devices differ by more than :data:`WINNER_MARGIN` got the winner right.
+    many points whose devices differ by more than :data:`WINNER_MARGIN` got the winner right. Where the
+    frame has the predictions' intervals and the prediction crosses: ``predicted_low``, ``predicted_high``
+    (the earliest and latest hand-over they allow, :func:`crossover.crossings.crossover_ends`, at the
+    range's edges where open) and ``in_interval``: the measured crossover inside them, or, where the
+    measurement does not cross, the open end on the side its winner holds; where neither crosses,
+    ``holds``; None without intervals.
     """
     rows = []
     for key, group in frame.groupby(list(ZOO_KEYS), sort=False):
@@ -106,8 +111,34 @@ def crossover_table(frame: pd.DataFrame, cpu: str = "cpu", gpu: str = "cuda") ->
         right = (m_cpu < m_gpu) == (p_cpu < p_gpu)
         rows.append(dict(zip(ZOO_KEYS, key), measured_crossover=measured, predicted_crossover=predicted,
                          measured_first=measured_first, predicted_first=predicted_first, holds=bool(holds),
-                         decided_points=int(decided.sum()), winner_right=int((decided & right).sum())))
+                         decided_points=int(decided.sum()), winner_right=int((decided & right).sum()),
+                         **_interval_check(group, batch, cpu, gpu, measured, measured_first, predicted,
+                                           predicted_first, bool(holds))))
     return pd.DataFrame(rows)
+
+
+def _interval_check(group, batch, cpu: str, gpu: str, measured, measured_first: str, predicted,
+                    predicted_first: str, holds: bool) -> dict:
+    """``predicted_low``, ``predicted_high`` and ``in_interval`` of :func:`crossover_table`'s row."""
+    out = dict(predicted_low=None, predicted_high=None, in_interval=None)
+    if "predicted_low_s" not in group or "predicted_high_s" not in group:
+        return out
+    bounds = group.pivot_table(index="batch_size", columns="device", values=["predicted_low_s", "predicted_high_s"])
+    if len(bounds.reindex(batch).dropna()) != len(batch):
+        return out
+    bounds = bounds.reindex(batch)
+    if predicted is None:
+        return dict(out, in_interval=holds)
+    first, other = (cpu, gpu) if predicted_first == "cpu" else (gpu, cpu)
+    low, high, low_open, high_open = crossover_ends(
+        batch, bounds[("predicted_low_s", first)].to_numpy(), bounds[("predicted_high_s", first)].to_numpy(),
+        bounds[("predicted_low_s", other)].to_numpy(), bounds[("predicted_high_s", other)].to_numpy())
+    low, high = min(low, predicted), max(high, predicted)
+    if measured is not None:
+        inside = low <= measured <= high
+    else:  # the measured winner holds the whole range: the predicted hand-over may lie beyond it on its side
+        inside = high_open if measured_first == predicted_first else low_open
+    return dict(predicted_low=low, predicted_high=high, in_interval=bool(inside))
 
 
 def sitting_ratios(references: pd.DataFrame) -> dict:

@@ -137,7 +137,9 @@ def transfer_macros(frames: dict) -> list:
     sitting's share of a miss and the median of medians without it,
     :func:`~crossover.analysis.zoo_check.without_sitting`; a dash where the zoo was measured without the
     reference models); per zoo set with both devices measured, ``Transfer<set>Holds`` (models
-    whose predicted crossover lies within x1.5 of the measured one, or neither crosses) of ``...Pairs``, and
+    whose predicted crossover lies within x1.5 of the measured one, or neither crosses) and ``...InInterval``
+    (the measured crossover inside the predicted one's interval: :func:`~crossover.analysis.zoo_check.crossover_table`)
+    of ``...Pairs``, and
     ``...WinnerRight`` of ``...Decided`` (points whose devices differ by more than 10%)."""
     from ..analysis.zoo_check import crossover_table, interval_table, without_sitting
 
@@ -188,6 +190,9 @@ def transfer_macros(frames: dict) -> list:
         macros += [Macro(f"Transfer{letters}Holds", str(int(table["holds"].sum())) if have else DASH,
                          f"{what}: predicted crossover within x1.5"),
                    Macro(f"Transfer{letters}Pairs", str(len(table)) if have else DASH, f"{what}: models"),
+                   Macro(f"Transfer{letters}InInterval", str(sum(v is True for v in table["in_interval"]))
+                         if have and any(isinstance(v, bool) for v in table["in_interval"]) else DASH,
+                         f"{what}: measured crossover inside the predicted one's interval"),
                    Macro(f"Transfer{letters}WinnerRight", str(int(table["winner_right"].sum())) if have else DASH,
                          f"{what}: points with the faster device right"),
                    Macro(f"Transfer{letters}Decided", str(int(table["decided_points"].sum())) if have else DASH,
