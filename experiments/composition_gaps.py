@@ -94,20 +94,32 @@ def reference_gaps(directory: Path) -> list:
     profile = rebuilt(directory)
     out = []
     for line in profile.meta.get("reference_models", []):
-        kib = sum(p.numel() * p.element_size() for p in reference_model(line["model"]).parameters()) / 1024
+        model = reference_model(line["model"])
+        kib = sum(p.numel() * p.element_size() for p in model.parameters()) / 1024
         out.append(dict(model=line["model"], workload=line["workload"], batch_size=line["batch_size"],
                         threads=profile.threads, measured_s=line["measured_s"], bare_s=line["uncorrected_s"],
-                        **line["features"], param_kib=kib))
+                        **line["features"], param_kib=kib, norm_layers=float(norm_layers(model))))
     return out
 
 
+def norm_layers(model) -> int:
+    """The normalisation layers (``LayerNorm``, ``BatchNorm*``, ``GroupNorm``, ``InstanceNorm*``) of ``model``:
+    the kinds whose steps pay about three times the others' gap a host event (``composition_gaps_1130_t1.log``)."""
+    from torch import nn
+
+    kinds = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
+    return sum(isinstance(m, kinds) for m in model.modules())
+
+
 #: Feature sets of the leave-one-kind-out comparison: the composition's, a constant per training step in place
-#: of the autograd scale, one term for a training step's autograd work and backward kernels together, and
-#: no training term.
+#: of the autograd scale, one term for a training step's autograd work and backward kernels together, no
+#: training term, and the composition's with a price per normalisation layer (:func:`norm_layers`: fitted
+#: where the batch-norm CNN is among the kinds fitted, it prices the normalised MLP's layer norm unseen).
 FEATURE_SETS = {"current": ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s"),
                 "per-step": ("train_step", "host_events", "conv_forward_s", "backward_kernels_s"),
                 "one-train": ("train_total_s", "host_events", "conv_forward_s"),
-                "events+conv": ("host_events", "conv_forward_s")}
+                "events+conv": ("host_events", "conv_forward_s"),
+                "norm-layers": ("autograd_s", "host_events", "conv_forward_s", "backward_kernels_s", "norm_layers")}
 
 
 def leave_one_kind_out(rows, features) -> dict:
