@@ -41,7 +41,7 @@ def log_crossings(x, a, b) -> list:
     return roots
 
 
-def crossover_ends(batch, first_low, first_high, other_low, other_high) -> tuple:
+def crossover_ends(batch, first_low, first_high, other_low, other_high, at: float = None) -> tuple:
     """The earliest and the latest batch size where the device that wins at the smallest batch (the first)
     may hand over to the other, given both devices' intervals (their low and high times at ``batch``).
 
@@ -52,7 +52,8 @@ def crossover_ends(batch, first_low, first_high, other_low, other_high) -> tuple
     at the smallest batch, or the first may still win at the largest). A near-tie (the MNIST training step
     on the H200 host, whose devices' intervals overlap at every batch) gets the whole range, both open:
     the first crossing of either pair alone would be a point on one side of the estimate (it read batch
-    1.3 for a crossover predicted at 450).
+    1.3 for a crossover predicted at 450). With ``at`` (the estimate's crossing) the ends are widened to
+    hold it, which log-log interpolation between samples may otherwise leave a hair outside.
     """
     if first_high[0] >= other_low[0]:
         low, low_open = float(batch[0]), True
@@ -62,6 +63,8 @@ def crossover_ends(batch, first_low, first_high, other_low, other_high) -> tuple
         high, high_open = float(batch[-1]), True
     else:
         high, high_open = log_crossings(batch, first_low, other_high)[-1], False
+    if at is not None:
+        low, high = min(low, at), max(high, at)
     return low, high, low_open, high_open
 
 

@@ -339,7 +339,8 @@ def test_a_gpu_bias_free_product_whose_kernel_outlasts_the_host_costs_the_device
     """cuBLAS runs a few bias-free shapes with a long kernel (the H200: 28 µs at 8 rows of a 256² weight,
     where 64² and 512² take 2-4 µs and the host issues each in ~10): the bias-free grid's queued cell is
     then the kernel's time, charged to the device, while the host pays its rows' cheapest cell; a
-    product with bias and a shape off the long kernel keep their costs."""
+    product with bias, a shape off the long kernel and a backward pass's product (not the grid's layout)
+    keep their device costs."""
     import dataclasses
 
     gpu = synthetic_profile("cuda", dispatch_s=5 * US, sync_s=4 * US)
@@ -356,6 +357,8 @@ def test_a_gpu_bias_free_product_whose_kernel_outlasts_the_host_costs_the_device
     assert addmm.device_s == pytest.approx(10 * US) and addmm.host_s == pytest.approx(10 * US)
     narrow = op_cost(gpu, dict(mm, input_shapes=((8, 64), (64, 64)), output_shapes=((8, 64),), flops=2.0 * 8 * 64 * 64))
     assert narrow.device_s == pytest.approx(10 * US)  # its cell is the host's: the grid with bias's time stands
+    backward = op_cost(gpu, dict(mm, phase="backward"))  # another layout than the grid's x @ weight.t()
+    assert backward.device_s == pytest.approx(10 * US) and backward.host_s == pytest.approx(9.5 * US)
 
 
 def test_a_gpu_runs_a_recurrent_layer_as_one_fused_call():

@@ -132,8 +132,7 @@ def _interval_check(group, batch, cpu: str, gpu: str, measured, measured_first: 
     first, other = (cpu, gpu) if predicted_first == "cpu" else (gpu, cpu)
     low, high, low_open, high_open = crossover_ends(
         batch, bounds[("predicted_low_s", first)].to_numpy(), bounds[("predicted_high_s", first)].to_numpy(),
-        bounds[("predicted_low_s", other)].to_numpy(), bounds[("predicted_high_s", other)].to_numpy())
-    low, high = min(low, predicted), max(high, predicted)
+        bounds[("predicted_low_s", other)].to_numpy(), bounds[("predicted_high_s", other)].to_numpy(), predicted)
     if measured is not None:
         inside = low <= measured <= high
     else:  # the measured winner holds the whole range: the predicted hand-over may lie beyond it on its side

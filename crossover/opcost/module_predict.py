@@ -492,7 +492,7 @@ def module_crossover(frame, a: str, b: str) -> dict:
         out["winner_everywhere"] = first_winner
         return out
     low, high, low_open, high_open = crossover_ends(batch, list(first["latency_low_s"]), list(first["latency_high_s"]),
-                                                    list(second["latency_low_s"]), list(second["latency_high_s"]))
-    out.update(low=min(low, at), high=max(high, at), low_open=low_open, high_open=high_open,
+                                                    list(second["latency_low_s"]), list(second["latency_high_s"]), at)
+    out.update(low=low, high=high, low_open=low_open, high_open=high_open,
                winner_below=first_winner, winner_above=other)
     return out

@@ -487,7 +487,9 @@ def op_cost(profile: Profile, row: Mapping, *, cold: bool = False, inference: bo
     if on_gpu:
         dims = matmul_dims(row) if family == "matmul" else None
         host = max(profile.overhead("launch_s") * launches, host_floor_s(profile, family, dims, bias=name == "addmm"))
-        bias_free = profile.grids.get("matmul_host") if dims is not None and name != "addmm" else None
+        # the bias-free grid times a forward Linear's x @ weight.t(), not a backward pass's other layouts
+        forward_mm = dims is not None and name == "mm" and row.get("phase", "forward") == "forward"
+        bias_free = profile.grids.get("matmul_host") if forward_mm else None
         queued = bias_free_queued_s(bias_free, *dims) if bias_free is not None else None
         if queued is not None and queued > seconds:  # a kernel cuBLAS picks for this bias-free shape alone
             compute, seconds = compute + queued - seconds, queued
